@@ -1,0 +1,47 @@
+"""agentgym: Gymnasium-style environments for multi-turn agentic RL of LLM and VLM agents.
+
+``import agentgym`` registers every env as ``agentgym/<Name>-v<N>``::
+
+    import gymnasium as gym
+    env = gym.make("agentgym:agentgym/Sokoban-Small-v0")
+    obs, info = env.reset(seed=0)
+
+See ``agentgym.list_envs()`` or ``agentgym list`` for the ids.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from agentgym.core import AgentEnv, ResetOutcome, Snapshot, StepOutcome
+from agentgym.parsing import ParsedAction, Tool, ToolCall, parse_action
+from agentgym.registry import (
+    EnvRecord,
+    get_record,
+    list_envs,
+    make,
+    make_multi,
+    register,
+)
+
+__all__ = [
+    "AgentEnv",
+    "EnvRecord",
+    "ParsedAction",
+    "ResetOutcome",
+    "Snapshot",
+    "StepOutcome",
+    "Tool",
+    "ToolCall",
+    "__version__",
+    "get_record",
+    "list_envs",
+    "make",
+    "make_multi",
+    "parse_action",
+    "register",
+]
+
+from agentgym.registry import discover as _discover
+
+_discover()

@@ -1,0 +1,392 @@
+"""The agentgym contract: ``AgentEnv``, the base class of every single-agent env.
+
+One turn of an LLM agent is one ``step``:
+
+* **action** — ``str``, the model's raw output for the turn. The env parses it with the
+  suite's one parser (:mod:`agentgym.parsing`) against the tools it declares. No string makes
+  an env raise: a bad one comes back as an observation explaining the problem, with
+  ``info["action_valid"] = False`` and a negative ``format`` reward component.
+* **observation** — ``{"text": str, "images": tuple[np.ndarray, ...]}``. ``text`` is only what
+  is *new* since the last step (tool output, the page, the user's reply); keeping the history
+  is a wrapper's job (:class:`agentgym.wrappers.ChatHistory`). Images are HxWx3 ``uint8``.
+* **reward** — always the weighted sum of named components, reported in
+  ``info["reward_components"]``; ``gym.make(id, reward_weights={...})`` re-weights them.
+  Reward never appears in observation text.
+
+Subclasses implement a small template (see :class:`AgentEnv`): a task set, ``_reset``,
+``_step`` and ``state_key``; the base class does task selection, parsing, reward summation,
+the info keys, turn budgets and a replay-based ``snapshot``/``restore``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+
+from agentgym.error import InvalidConfigError, UnknownTaskError
+from agentgym.parsing import ParsedAction, Tool, parse_action
+from agentgym.spaces import action_space, observation_space
+from agentgym.tasks import SPLITS
+
+Observation = dict[str, Any]
+"""``{"text": str, "images": tuple[np.ndarray, ...]}``."""
+
+#: Keys every ``reset`` info dict holds.
+RESET_INFO_KEYS = ("task_id", "instruction", "system_prompt", "tools", "state_key")
+#: Keys every ``step`` info dict holds (``success`` too, once the episode is over).
+STEP_INFO_KEYS = ("reward_components", "action_valid", "error", "tool_calls", "state_key")
+
+_TRUNCATION_MARK = "\n[... truncated: {n} more characters]"
+
+
+@dataclass
+class ResetOutcome:
+    """What a subclass's ``_reset`` returns."""
+
+    text: str
+    instruction: str
+    system_prompt: str = ""
+    images: tuple[np.ndarray, ...] = ()
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StepOutcome:
+    """What a subclass's ``_step`` returns.
+
+    ``components`` are the unweighted reward components of this step; the base class fills
+    any component the env declares but did not set with 0.0, and sets ``format`` to -1.0 for
+    an invalid action unless the env set it. ``action_valid=None`` means "valid iff it
+    parsed without errors".
+    """
+
+    text: str
+    images: tuple[np.ndarray, ...] = ()
+    components: dict[str, float] = field(default_factory=dict)
+    terminated: bool = False
+    truncated: bool = False
+    success: bool = False
+    action_valid: bool | None = None
+    error: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """An opaque copy of an env's state, from :meth:`AgentEnv.snapshot`.
+
+    ``native`` is the env's own cheap copy of its world, or ``None`` when the env restores by
+    replaying ``actions`` from the episode's start.
+    """
+
+    env_class: str
+    rng_state: Mapping[str, Any]
+    task_id: str
+    options: Mapping[str, Any]
+    actions: tuple[str, ...]
+    turn: int
+    done: bool
+    success: bool
+    last_obs: Observation
+    native: Any = None
+
+
+class AgentEnv(gym.Env[Observation, str]):
+    """Base class of every single-agent agentgym env.
+
+    Subclasses set:
+
+    * ``metadata["family"]`` — ``"code"``, ``"web"``, ``"users"``, ``"visual"``, ``"games"``...
+    * ``default_reward_weights`` — one entry per reward component, ``format`` among them.
+    * ``default_max_turns`` — the turn budget (``None`` for none); past it the episode is
+      truncated with ``success=False``.
+
+    and implement:
+
+    * ``task_ids(split)`` — the task set of a split (train and test disjoint);
+    * ``_reset(task_id, options) -> ResetOutcome`` — build the world for a task, with
+      randomness drawn only from ``self.np_random``;
+    * ``_step(action: ParsedAction) -> StepOutcome`` — apply one parsed turn;
+    * ``state_key() -> str`` — a canonical, history-free digest of the world state;
+
+    and may override ``tools`` (the tools the model may call), ``admissible_actions()``,
+    ``oracle_action()`` (a privileged reference move for scripted policies), and
+    ``_native_snapshot()/_native_restore()`` for a cheap state copy (the default replays).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"family": "", "render_modes": ["ansi"]}
+    default_reward_weights: ClassVar[Mapping[str, float]] = {"format": 0.1, "outcome": 1.0}
+    default_max_turns: ClassVar[int | None] = None
+
+    def __init__(
+        self,
+        *,
+        split: str = "train",
+        reward_weights: Mapping[str, float] | None = None,
+        max_turns: int | None = None,
+        render_mode: str | None = None,
+        max_text_length: int = 1 << 20,
+    ):
+        if split not in SPLITS:
+            raise InvalidConfigError(f"split must be one of {SPLITS}, got {split!r}.")
+        weights = dict(self.default_reward_weights)
+        for name, value in (reward_weights or {}).items():
+            if name not in weights:
+                raise InvalidConfigError(
+                    f"{type(self).__name__} has no reward component {name!r}; "
+                    f"its components are {sorted(weights)}."
+                )
+            weights[name] = float(value)
+        if render_mode is not None and render_mode not in self.metadata.get("render_modes", []):
+            raise InvalidConfigError(
+                f"render_mode {render_mode!r} is not supported; "
+                f"choose from {self.metadata.get('render_modes', [])}."
+            )
+        self.split = split
+        self.reward_weights: dict[str, float] = weights
+        self.max_turns = self.default_max_turns if max_turns is None else int(max_turns)
+        self.render_mode = render_mode
+        self.max_text_length = int(max_text_length)
+        self.observation_space = observation_space(max_text_length=self.max_text_length)
+        self.action_space = action_space()
+        self._task_id: str | None = None
+        self._options: dict[str, Any] = {}
+        self._rng_state: Mapping[str, Any] = {}
+        self._actions: list[str] = []
+        self._turn = 0
+        self._done = False
+        self._success = False
+        self._last_obs: Observation = {"text": "", "images": ()}
+        self._closed = False
+
+    # ---- the template subclasses fill in ---------------------------------------------------
+
+    def task_ids(self, split: str | None = None) -> Sequence[str]:
+        """The task ids of ``split`` (default: this env's split)."""
+        raise NotImplementedError
+
+    def _reset(self, task_id: str, options: Mapping[str, Any]) -> ResetOutcome:
+        raise NotImplementedError
+
+    def _step(self, action: ParsedAction) -> StepOutcome:
+        raise NotImplementedError
+
+    def state_key(self) -> str:
+        """A canonical digest of the current world state: equal states, equal keys.
+
+        It must not depend on how the state was reached (no turn counters, no history), so
+        GiGPO can group steps of different trajectories that stand in the same state.
+        """
+        raise NotImplementedError
+
+    @property
+    def tools(self) -> Sequence[Tool]:
+        """The tools the model may call (empty for envs that only take answers)."""
+        return ()
+
+    def admissible_actions(self) -> list[str] | None:
+        """Ready action strings when the useful action set is finite here, else None."""
+        return None
+
+    def oracle_action(self) -> str:
+        """A good next action computed from privileged state (for scripted policies)."""
+        raise NotImplementedError(f"{type(self).__name__} has no oracle policy.")
+
+    def _native_snapshot(self) -> Any:
+        """A cheap copy of the world; ``None`` makes ``restore`` replay instead."""
+        return None
+
+    def _native_restore(self, native: Any) -> None:
+        raise NotImplementedError
+
+    # ---- the contract ----------------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
+        """Start an episode.
+
+        ``options["task_id"]`` picks the task; otherwise it is drawn from the split with the
+        env's generator, so the same ``seed`` always gives the same task, world and first
+        observation. Other options are passed to the env's ``_reset``.
+        """
+        super().reset(seed=seed)
+        options = dict(options or {})
+        task_id = options.pop("task_id", None)
+        ids = self.task_ids(self.split)
+        if task_id is None:
+            task_id = ids[int(self.np_random.integers(len(ids)))]
+        elif task_id not in ids:
+            other = [s for s in SPLITS if s != self.split and task_id in self.task_ids(s)]
+            where = f" It belongs to split {other[0]!r}." if other else ""
+            raise UnknownTaskError(
+                f"{type(self).__name__} (split {self.split!r}) has no task {task_id!r}.{where} "
+                f"Example ids: {list(ids[:3])}."
+            )
+        self._rng_state = copy.deepcopy(self.np_random.bit_generator.state)
+        return self._begin(str(task_id), options)
+
+    def _begin(self, task_id: str, options: dict[str, Any]) -> tuple[Observation, dict[str, Any]]:
+        self._task_id = task_id
+        self._options = options
+        self._actions = []
+        self._turn = 0
+        self._done = False
+        self._success = False
+        out = self._reset(task_id, options)
+        obs = self._observation(out.text, out.images)
+        info: dict[str, Any] = {
+            "task_id": task_id,
+            "instruction": out.instruction,
+            "system_prompt": out.system_prompt,
+            "tools": [t.to_openai() for t in self.tools],
+            "state_key": self.state_key(),
+        }
+        admissible = self.admissible_actions()
+        if admissible is not None:
+            info["admissible_actions"] = admissible
+        info.update(out.info)
+        return obs, info
+
+    def step(self, action: str) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        """Apply one model turn. Never raises on any ``action``; see the module docstring."""
+        if self._task_id is None:
+            raise gym.error.ResetNeeded("Call reset() before step().")
+        if self._done:
+            return self._after_end(action)
+        parsed = parse_action(action, self.tools)
+        self._actions.append(action if isinstance(action, str) else parsed.raw)
+        self._turn += 1
+        out = self._step(parsed)
+
+        valid = parsed.valid if out.action_valid is None else bool(out.action_valid)
+        components = {name: 0.0 for name in self.reward_weights}
+        components.update({k: float(v) for k, v in out.components.items()})
+        if "format" not in out.components and "format" in components:
+            components["format"] = 0.0 if valid else -1.0
+        reward = float(sum(self.reward_weights.get(k, 0.0) * v for k, v in components.items()))
+
+        terminated, truncated = bool(out.terminated), bool(out.truncated)
+        text = out.text
+        if not terminated and not truncated and self.max_turns is not None:
+            if self._turn >= self.max_turns:
+                truncated = True
+                text += f"\nThe turn budget ({self.max_turns}) is used up; the episode ends."
+        error = out.error
+        if error is None and not parsed.valid:
+            error = parsed.error_text()
+        info: dict[str, Any] = {
+            "reward_components": components,
+            "action_valid": valid,
+            "error": error,
+            "tool_calls": [asdict(c) for c in parsed.tool_calls],
+            "state_key": self.state_key(),
+        }
+        if terminated or truncated:
+            self._done = True
+            self._success = bool(out.success) and terminated
+            info["success"] = self._success
+        else:
+            admissible = self.admissible_actions()
+            if admissible is not None:
+                info["admissible_actions"] = admissible
+        info.update(out.info)
+        obs = self._observation(text, out.images)
+        return obs, reward, terminated, truncated, info
+
+    def _after_end(self, action: str) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        obs = self._observation("The episode has ended. Call reset() to start a new one.", ())
+        info = {
+            "reward_components": {name: 0.0 for name in self.reward_weights},
+            "action_valid": False,
+            "error": "step() after the episode ended",
+            "tool_calls": [],
+            "state_key": self.state_key(),
+            "success": self._success,
+        }
+        return obs, 0.0, True, False, info
+
+    def _observation(self, text: str, images: Sequence[np.ndarray] = ()) -> Observation:
+        limit = self.max_text_length
+        if len(text) > limit:
+            mark = _TRUNCATION_MARK.format(n=len(text) - limit)
+            text = text[: max(0, limit - len(mark))] + mark
+            text = text[:limit]
+        obs = {"text": text, "images": tuple(images)}
+        self._last_obs = obs
+        return obs
+
+    # ---- snapshot / restore ----------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        """Copy the current state so :meth:`restore` can return to it (Tree-GRPO branching)."""
+        if self._task_id is None:
+            raise gym.error.ResetNeeded("Call reset() before snapshot().")
+        return Snapshot(
+            env_class=type(self).__qualname__,
+            rng_state=copy.deepcopy(self._rng_state),
+            task_id=self._task_id,
+            options=copy.deepcopy(self._options),
+            actions=tuple(self._actions),
+            turn=self._turn,
+            done=self._done,
+            success=self._success,
+            last_obs=self._last_obs,
+            native=(
+                None
+                if (native := self._native_snapshot()) is None
+                else (copy.deepcopy(self.np_random.bit_generator.state), native)
+            ),
+        )
+
+    def restore(self, snapshot: Snapshot) -> None:
+        """Return to a state taken by :meth:`snapshot` (of this env class, any instance)."""
+        if not isinstance(snapshot, Snapshot) or snapshot.env_class != type(self).__qualname__:
+            raise InvalidConfigError(
+                f"restore() needs a Snapshot taken from a {type(self).__name__}, "
+                f"got {type(snapshot).__name__}."
+            )
+        self._rng_state = copy.deepcopy(snapshot.rng_state)
+        if snapshot.native is not None:
+            rng_now, native = snapshot.native
+            self.np_random.bit_generator.state = copy.deepcopy(rng_now)
+            self._task_id = snapshot.task_id
+            self._options = copy.deepcopy(dict(snapshot.options))
+            self._native_restore(native)
+        else:
+            self.np_random.bit_generator.state = copy.deepcopy(dict(snapshot.rng_state))
+            self._begin(snapshot.task_id, copy.deepcopy(dict(snapshot.options)))
+            for action in snapshot.actions:
+                self.step(action)
+        self._actions = list(snapshot.actions)
+        self._turn = snapshot.turn
+        self._done = snapshot.done
+        self._success = snapshot.success
+        self._last_obs = snapshot.last_obs
+
+    # ---- misc ------------------------------------------------------------------------------
+
+    @property
+    def task_id(self) -> str | None:
+        """The current task's id (None before the first reset)."""
+        return self._task_id
+
+    @property
+    def turn(self) -> int:
+        """Turns taken in the current episode."""
+        return self._turn
+
+    def render(self) -> str | None:  # type: ignore[override]
+        """``render_mode="ansi"``: the last observation's text."""
+        if self.render_mode == "ansi":
+            return self._last_obs["text"]
+        return None
+
+    def close(self) -> None:
+        """Release resources. Safe to call more than once."""
+        self._closed = True

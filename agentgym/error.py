@@ -1,0 +1,57 @@
+"""Typed exceptions for user mistakes.
+
+Environments never raise on an action string (bad actions come back as observations); these
+exceptions are for mistakes in *calling* agentgym: an unknown env id, a bad keyword, a
+corrupt file. Each message says what was expected, what was given, and how to fix it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class AgentGymError(Exception):
+    """Base class of every error agentgym raises on purpose."""
+
+
+class UnknownEnvError(AgentGymError, KeyError):
+    """An env id that is not registered."""
+
+    def __init__(self, env_id: str, known: Iterable[str]):
+        known = sorted(known)
+        close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        msg = (
+            f"No env registered as {env_id!r}.{hint} "
+            "Run `agentgym list` to see every registered id."
+        )
+        super().__init__(msg)
+        self.env_id = env_id
+        self.suggestions = close
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0])
+
+
+class UnknownTaskError(AgentGymError, KeyError):
+    """A task id that the env's task set does not hold."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class InvalidConfigError(AgentGymError, ValueError):
+    """A constructor argument with a value the env cannot use."""
+
+
+class DependencyMissingError(AgentGymError, ImportError):
+    """An optional dependency (Python package or system program) is not installed."""
+
+    def __init__(self, what: str, install_hint: str):
+        super().__init__(f"{what} is not installed. Install it with: {install_hint}")
+        self.install_hint = install_hint
+
+
+class ConformanceError(AgentGymError, AssertionError):
+    """An env broke the agentgym contract (raised by agentgym.testing)."""

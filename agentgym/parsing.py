@@ -1,0 +1,470 @@
+"""The one tool-call parser of the suite.
+
+A model turn is a string. It may hold, in any order:
+
+* tool calls in the Hermes/Qwen form ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``
+  (several per turn are allowed; ``arguments`` may also be a JSON-encoded string, as OpenAI
+  sends it);
+* one final answer ``<answer>...</answer>``;
+* free text around them (reasoning, ``<think>`` blocks), kept as ``ParsedAction.text``.
+
+Adapters that receive structured OpenAI ``tool_calls`` objects turn them into the same
+``ParsedAction`` with :func:`parse_openai_tool_calls`, or into canonical text with
+:func:`render_tool_calls` so that ``env.step`` still takes one string.
+
+Envs declare their tools as :class:`Tool` (a JSON schema per tool) and receive validated
+calls; they never parse text themselves. The parser never raises: every problem becomes an
+entry of ``ParsedAction.errors`` written for the model to read and fix.
+
+Example:
+    >>> move = Tool("move", "Move one cell.", {"type": "object",
+    ...     "properties": {"direction": {"enum": ["up", "down"]}}, "required": ["direction"]})
+    >>> a = parse_action('<tool_call>{"name": "move", "arguments": {"direction": "up"}}</tool_call>', [move])
+    >>> a.valid, a.tool_calls[0].arguments
+    (True, {'direction': 'up'})
+    >>> parse_action('<tool_call>{"name": "mve", "arguments": {}}</tool_call>', [move]).errors[0]
+    "tool call 1: unknown tool 'mve'. Did you mean 'move'? Available tools: move."
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import json
+import re
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import jsonschema
+
+__all__ = [
+    "ParsedAction",
+    "Tool",
+    "ToolCall",
+    "parse_action",
+    "parse_openai_tool_calls",
+    "render_answer",
+    "render_tool_call",
+    "render_tool_calls",
+    "tool_from_function",
+]
+
+#: How much of an offending value is quoted back in an error message.
+_QUOTE_LIMIT = 80
+
+_FENCE_RE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool an env offers: its name, what it does, and a JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+
+    def to_openai(self) -> dict[str, Any]:
+        """The OpenAI function-calling schema (what ``reset`` puts in ``info["tools"]``)."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": _thaw(self.parameters),
+            },
+        }
+
+    def __hash__(self) -> int:
+        return hash(
+            (self.name, self.description, json.dumps(_thaw(self.parameters), sort_keys=True))
+        )
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One validated call: the tool's name and its arguments."""
+
+    name: str
+    arguments: dict[str, Any]
+    id: str | None = None
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "id": self.id or "",
+            "type": "function",
+            "function": {"name": self.name, "arguments": json.dumps(self.arguments)},
+        }
+
+
+@dataclass(frozen=True)
+class ParsedAction:
+    """What a model turn said, after parsing and validation.
+
+    ``tool_calls`` holds only the calls that validated; ``errors`` explains every part that
+    did not. ``valid`` is true when nothing was wrong.
+    """
+
+    raw: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    answer: str | None = None
+    text: str = ""
+    errors: tuple[str, ...] = ()
+
+    @property
+    def valid(self) -> bool:
+        return not self.errors
+
+    @property
+    def empty(self) -> bool:
+        """True when the turn held neither a tool call nor an answer."""
+        return not self.tool_calls and self.answer is None
+
+    def error_text(self) -> str:
+        """All errors as one message for an observation (empty string when valid)."""
+        return "\n".join(self.errors)
+
+
+def _thaw(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {k: _thaw(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_thaw(v) for v in obj]
+    return obj
+
+
+def _quote(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    if len(text) > _QUOTE_LIMIT:
+        text = text[:_QUOTE_LIMIT] + "..."
+    return repr(text)
+
+
+@lru_cache(maxsize=512)
+def _validator(tool: Tool) -> jsonschema.protocols.Validator:
+    schema = _thaw(tool.parameters)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema)
+
+
+def _schema_error(tool: Tool, arguments: dict[str, Any]) -> str | None:
+    """A one-line description of what is wrong with ``arguments``, or None if they fit."""
+    err = jsonschema.exceptions.best_match(_validator(tool).iter_errors(arguments))
+    if err is None:
+        return None
+    where = ".".join(str(p) for p in err.absolute_path)
+    if err.validator == "required":
+        return f"{err.message}"
+    if err.validator == "additionalProperties":
+        allowed = ", ".join(sorted(_thaw(tool.parameters).get("properties", {}))) or "none"
+        return f"{err.message} (allowed arguments: {allowed})"
+    subject = f"argument '{where}'" if where else "arguments"
+    message = err.message
+    if len(message) > 200:
+        message = message[:200] + "..."
+    return f"{subject}: {message}"
+
+
+def _check_call(
+    obj: Any, tools_by_name: Mapping[str, Tool], where: str
+) -> tuple[ToolCall | None, str | None]:
+    if not isinstance(obj, dict):
+        return None, (
+            f"{where}: expected a JSON object like "
+            '{"name": "tool_name", "arguments": {...}}, '
+            f"got {type(obj).__name__} {_quote(obj)}."
+        )
+    name = obj.get("name")
+    if not isinstance(name, str) or not name:
+        return None, f'{where}: missing "name" (a string naming the tool).'
+    args: Any = obj.get("arguments", obj.get("parameters", {}))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except (ValueError, RecursionError) as exc:
+            return None, f'{where}: "arguments" is a string that is not valid JSON ({exc}).'
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        return None, f'{where}: "arguments" must be a JSON object, got {type(args).__name__}.'
+    tool = tools_by_name.get(name)
+    if tool is None:
+        known = sorted(tools_by_name)
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        listing = ", ".join(known) if known else "none (this env takes no tool calls)"
+        return None, f"{where}: unknown tool {_quote(name)}.{hint} Available tools: {listing}."
+    problem = _schema_error(tool, args)
+    if problem is not None:
+        return None, f"{where} ({name}): {problem}."
+    call_id = obj.get("id") if isinstance(obj.get("id"), str) else None
+    return ToolCall(name=name, arguments=args, id=call_id), None
+
+
+def _split_tagged(text: str, tag: str) -> tuple[list[str], str, bool]:
+    """Bodies of ``<tag>...</tag>`` blocks, the text outside them, and whether one is unclosed.
+
+    A linear scan with ``str.find`` (a lazy regex is quadratic on many unclosed tags).
+    """
+    open_tag, close_tag = f"<{tag}>", f"</{tag}>"
+    bodies: list[str] = []
+    outside: list[str] = []
+    pos = 0
+    unclosed = False
+    while True:
+        start = text.find(open_tag, pos)
+        if start < 0:
+            outside.append(text[pos:])
+            break
+        end = text.find(close_tag, start + len(open_tag))
+        if end < 0:
+            unclosed = True
+            outside.append(text[pos:start])
+            break
+        outside.append(text[pos:start])
+        bodies.append(text[start + len(open_tag) : end])
+        pos = end + len(close_tag)
+    return bodies, " ".join(outside), unclosed
+
+
+def _parse_text(text: str, tools: Sequence[Tool], max_calls: int) -> ParsedAction:
+    tools_by_name = {t.name: t for t in tools}
+    errors: list[str] = []
+    calls: list[ToolCall] = []
+
+    bodies, rest, unclosed = _split_tagged(text, "tool_call")
+    if unclosed:
+        errors.append("a <tool_call> tag is not closed: end each call with </tool_call>.")
+    if len(bodies) > max_calls:
+        errors.append(f"{len(bodies)} tool calls in one turn; at most {max_calls} are allowed.")
+        bodies = bodies[:max_calls]
+    for i, body in enumerate(bodies, start=1):
+        where = f"tool call {i}"
+        fenced = _FENCE_RE.match(body) if body.lstrip().startswith("```") else None
+        payload = fenced.group(1) if fenced else body.strip()
+        if not payload:
+            errors.append(f"{where}: empty <tool_call> block.")
+            continue
+        try:
+            obj = json.loads(payload)
+        except RecursionError:
+            errors.append(f"{where}: JSON nested too deeply.")
+            continue
+        except ValueError as exc:
+            errors.append(f"{where}: invalid JSON ({exc}).")
+            continue
+        call, err = _check_call(obj, tools_by_name, where)
+        if err:
+            errors.append(err)
+        elif call is not None:
+            calls.append(call)
+
+    answers, rest, unclosed = _split_tagged(rest, "answer")
+    if unclosed:
+        errors.append("an <answer> tag is not closed: end it with </answer>.")
+    answer: str | None = None
+    if len(answers) > 1:
+        errors.append(f"{len(answers)} <answer> blocks; give exactly one.")
+    if answers:
+        answer = answers[-1].strip()
+
+    return ParsedAction(
+        raw=text,
+        tool_calls=tuple(calls),
+        answer=answer,
+        text=" ".join(rest.split()),
+        errors=tuple(errors),
+    )
+
+
+def parse_action(action: Any, tools: Sequence[Tool] = (), *, max_calls: int = 16) -> ParsedAction:
+    """Parse one model turn into validated tool calls, an optional answer and free text.
+
+    Args:
+        action: The model's raw output. Anything that is not a ``str`` is reported as an
+            error (bytes are decoded with replacement first, so their text still parses).
+        tools: The tools the env offers; calls to any other name are errors.
+        max_calls: Calls beyond this many in one turn are dropped with an error.
+
+    Returns:
+        A :class:`ParsedAction`. It never raises.
+    """
+    pre_errors: list[str] = []
+    if isinstance(action, bytes | bytearray):
+        action = bytes(action).decode("utf-8", errors="replace")
+        pre_errors.append("the action was bytes, not text; decoded as UTF-8.")
+    elif not isinstance(action, str):
+        return ParsedAction(
+            raw=repr(action)[:1000],
+            errors=(f"the action must be a string, got {type(action).__name__}.",),
+        )
+    try:
+        parsed = _parse_text(action, tools, max_calls)
+    except Exception as exc:  # the parser must never raise; report and move on
+        return ParsedAction(raw=action, errors=(f"could not parse the action ({exc!r}).",))
+    if pre_errors:
+        parsed = ParsedAction(
+            raw=parsed.raw,
+            tool_calls=parsed.tool_calls,
+            answer=parsed.answer,
+            text=parsed.text,
+            errors=tuple(pre_errors) + parsed.errors,
+        )
+    return parsed
+
+
+def parse_openai_tool_calls(
+    tool_calls: Any, tools: Sequence[Tool] = (), *, content: str = ""
+) -> ParsedAction:
+    """Validate structured OpenAI ``tool_calls`` (as adapters receive them).
+
+    Each item is ``{"id": ..., "type": "function", "function": {"name": ..., "arguments":
+    "<json string>"}}``; the inner ``function`` dict alone is accepted too. ``content`` is the
+    message text that came with them; an ``<answer>`` inside it is picked up.
+    """
+    base = parse_action(content if isinstance(content, str) else "", tools)
+    if not isinstance(tool_calls, list | tuple):
+        return ParsedAction(
+            raw=base.raw,
+            answer=base.answer,
+            text=base.text,
+            errors=(*base.errors, "tool_calls must be a list of tool-call objects."),
+        )
+    tools_by_name = {t.name: t for t in tools}
+    calls = list(base.tool_calls)
+    errors = list(base.errors)
+    for i, item in enumerate(tool_calls, start=1):
+        obj = item.get("function", item) if isinstance(item, dict) else item
+        if isinstance(obj, dict) and isinstance(item, dict) and "id" in item:
+            obj = {**obj, "id": item["id"]}
+        try:
+            call, err = _check_call(obj, tools_by_name, f"tool call {i}")
+        except Exception as exc:  # never raise
+            call, err = None, f"tool call {i}: could not be read ({exc!r})."
+        if err:
+            errors.append(err)
+        elif call is not None:
+            calls.append(call)
+    raw = base.raw + render_tool_calls(calls)
+    return ParsedAction(
+        raw=raw, tool_calls=tuple(calls), answer=base.answer, text=base.text, errors=tuple(errors)
+    )
+
+
+def render_tool_call(name: str, arguments: Mapping[str, Any] | None = None) -> str:
+    """The canonical text form of one call, exactly what the parser reads back.
+
+    >>> render_tool_call("move", {"direction": "up"})
+    '<tool_call>{"name": "move", "arguments": {"direction": "up"}}</tool_call>'
+    """
+    payload = {"name": name, "arguments": dict(arguments or {})}
+    return f"<tool_call>{json.dumps(payload, ensure_ascii=False)}</tool_call>"
+
+
+def render_tool_calls(calls: Sequence[ToolCall]) -> str:
+    """Several calls in canonical text form, one per line."""
+    return "\n".join(render_tool_call(c.name, c.arguments) for c in calls)
+
+
+def render_answer(answer: str) -> str:
+    """The canonical text form of a final answer.
+
+    >>> render_answer("42")
+    '<answer>42</answer>'
+    """
+    return f"<answer>{answer}</answer>"
+
+
+# --- tools from plain functions ------------------------------------------------------------
+
+_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def _annotation_schema(annotation: Any) -> dict[str, Any]:
+    origin = typing.get_origin(annotation)
+    if annotation in _JSON_TYPES:
+        return {"type": _JSON_TYPES[annotation]}
+    if origin is typing.Literal:
+        return {"enum": list(typing.get_args(annotation))}
+    if origin in (list, tuple, Sequence):
+        args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+        schema: dict[str, Any] = {"type": "array"}
+        if args:
+            schema["items"] = _annotation_schema(args[0])
+        if origin is tuple and args and Ellipsis not in typing.get_args(annotation):
+            schema["minItems"] = schema["maxItems"] = len(typing.get_args(annotation))
+        return schema
+    if origin in (dict, Mapping):
+        return {"type": "object"}
+    return {}
+
+
+def _docstring_args(doc: str) -> dict[str, str]:
+    """Argument descriptions from a Google-style ``Args:`` section."""
+    out: dict[str, str] = {}
+    in_args = False
+    current = None
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if stripped in ("Args:", "Arguments:"):
+            in_args = True
+            continue
+        if in_args:
+            if stripped.endswith(":") and " " not in stripped:
+                break  # the next section
+            m = re.match(r"^(\w+)\s*(\([^)]*\))?:\s*(.*)$", stripped)
+            if m:
+                current = m.group(1)
+                out[current] = m.group(3)
+            elif current and stripped:
+                out[current] += " " + stripped
+            elif not stripped and out:
+                break
+    return out
+
+
+def tool_from_function(fn: Callable[..., Any], name: str | None = None) -> Tool:
+    """Build a :class:`Tool` from a function's signature and Google-style docstring.
+
+    The model then reads exactly what developers read (one source of truth).
+
+    >>> def zoom(x: int, y: int, factor: float = 2.0) -> None:
+    ...     '''Zoom into the image around a point.
+    ...
+    ...     Args:
+    ...         x: Column in pixels.
+    ...         y: Row in pixels.
+    ...         factor: How much to magnify.
+    ...     '''
+    >>> t = tool_from_function(zoom)
+    >>> t.name, t.parameters["required"], t.parameters["properties"]["x"]
+    ('zoom', ['x', 'y'], {'type': 'integer', 'description': 'Column in pixels.'})
+    """
+    doc = inspect.getdoc(fn) or ""
+    summary = doc.split("\n\n")[0].replace("\n", " ").strip()
+    arg_docs = _docstring_args(doc)
+    hints = typing.get_type_hints(fn)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for pname, param in inspect.signature(fn).parameters.items():
+        if pname in ("self", "cls") or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        schema = _annotation_schema(hints.get(pname, Any))
+        if pname in arg_docs:
+            schema["description"] = arg_docs[pname]
+        if param.default is inspect.Parameter.empty:
+            required.append(pname)
+        else:
+            schema["default"] = param.default
+        properties[pname] = schema
+    params = {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+    return Tool(name=name or fn.__name__, description=summary, parameters=params)

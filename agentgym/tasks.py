@@ -1,0 +1,73 @@
+"""Task sets: the ids an env can be reset to, per split.
+
+Procedural families name a task by the seed that generates it. ``SeededTaskSet`` is a lazy
+sequence of such ids, so a split of a million tasks costs nothing to hold, and splits are
+disjoint by construction (disjoint seed ranges).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import overload
+
+SPLITS = ("train", "test")
+
+
+class SeededTaskSet(Sequence[str]):
+    """Task ids ``f"{prefix}-{seed}"`` for ``seed`` in ``range(start, start + count)``.
+
+    Example:
+        >>> train = SeededTaskSet("sokoban-6x6", start=0, count=10_000)
+        >>> train[3], "sokoban-6x6-9999" in train, "sokoban-6x6-10000" in train
+        ('sokoban-6x6-3', True, False)
+        >>> SeededTaskSet.seed_of("sokoban-6x6-42")
+        42
+    """
+
+    def __init__(self, prefix: str, start: int, count: int):
+        self.prefix = prefix
+        self.start = int(start)
+        self.count = int(count)
+
+    def __len__(self) -> int:
+        return self.count
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.count))]
+        if index < 0:
+            index += self.count
+        if not 0 <= index < self.count:
+            raise IndexError(f"task index {index} out of range 0..{self.count - 1}")
+        return f"{self.prefix}-{self.start + index}"
+
+    def __contains__(self, task_id: object) -> bool:
+        if not isinstance(task_id, str) or not task_id.startswith(self.prefix + "-"):
+            return False
+        tail = task_id[len(self.prefix) + 1 :]
+        if not tail.isdigit():
+            return False
+        return self.start <= int(tail) < self.start + self.count
+
+    def __iter__(self) -> Iterator[str]:
+        return (f"{self.prefix}-{s}" for s in range(self.start, self.start + self.count))
+
+    def __repr__(self) -> str:
+        return f"SeededTaskSet({self.prefix!r}, start={self.start}, count={self.count})"
+
+    @staticmethod
+    def seed_of(task_id: str) -> int:
+        """The generator seed a task id names."""
+        return int(task_id.rsplit("-", 1)[1])
+
+
+def seeded_splits(prefix: str, train: int = 100_000, test: int = 1_000) -> dict[str, SeededTaskSet]:
+    """Disjoint train/test task sets: train seeds first, then test seeds."""
+    return {
+        "train": SeededTaskSet(prefix, 0, train),
+        "test": SeededTaskSet(prefix, train, test),
+    }
