@@ -119,7 +119,7 @@ class AgentEnv(gym.Env[Observation, str]):
     ``_native_snapshot()/_native_restore()`` for a cheap state copy (the default replays).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"family": "", "render_modes": ["ansi"]}
+    metadata = {"family": "", "render_modes": ["ansi"]}
     default_reward_weights: ClassVar[Mapping[str, float]] = {"format": 0.1, "outcome": 1.0}
     default_max_turns: ClassVar[int | None] = None
 
@@ -219,8 +219,11 @@ class AgentEnv(gym.Env[Observation, str]):
         options = dict(options or {})
         task_id = options.pop("task_id", None)
         ids = self.task_ids(self.split)
+        # Draw the task index even when options name the task, so both ways of asking for a
+        # task leave the generator in the same state and build the same world.
+        drawn = ids[int(self.np_random.integers(len(ids)))]
         if task_id is None:
-            task_id = ids[int(self.np_random.integers(len(ids)))]
+            task_id = drawn
         elif task_id not in ids:
             other = [s for s in SPLITS if s != self.split and task_id in self.task_ids(s)]
             where = f" It belongs to split {other[0]!r}." if other else ""
@@ -273,10 +276,10 @@ class AgentEnv(gym.Env[Observation, str]):
 
         terminated, truncated = bool(out.terminated), bool(out.truncated)
         text = out.text
-        if not terminated and not truncated and self.max_turns is not None:
-            if self._turn >= self.max_turns:
-                truncated = True
-                text += f"\nThe turn budget ({self.max_turns}) is used up; the episode ends."
+        out_of_turns = self.max_turns is not None and self._turn >= self.max_turns
+        if not terminated and not truncated and out_of_turns:
+            truncated = True
+            text += f"\nThe turn budget ({self.max_turns}) is used up; the episode ends."
         error = out.error
         if error is None and not parsed.valid:
             error = parsed.error_text()

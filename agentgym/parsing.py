@@ -31,14 +31,17 @@ from __future__ import annotations
 import difflib
 import inspect
 import json
+import logging
 import re
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property
 from typing import Any
 
 import jsonschema
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "ParsedAction",
@@ -80,9 +83,14 @@ class Tool:
         }
 
     def __hash__(self) -> int:
-        return hash(
-            (self.name, self.description, json.dumps(_thaw(self.parameters), sort_keys=True))
-        )
+        return hash((self.name, self.description))
+
+    @cached_property
+    def validator(self) -> Any:
+        """The JSON-schema validator of the arguments, built once per tool."""
+        schema = _thaw(self.parameters)
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        return cls(schema)
 
 
 @dataclass(frozen=True)
@@ -144,16 +152,12 @@ def _quote(value: Any) -> str:
     return repr(text)
 
 
-@lru_cache(maxsize=512)
-def _validator(tool: Tool) -> jsonschema.protocols.Validator:
-    schema = _thaw(tool.parameters)
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema)
-
-
 def _schema_error(tool: Tool, arguments: dict[str, Any]) -> str | None:
     """A one-line description of what is wrong with ``arguments``, or None if they fit."""
-    err = jsonschema.exceptions.best_match(_validator(tool).iter_errors(arguments))
+    validator = tool.validator
+    if validator.is_valid(arguments):
+        return None
+    err = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
     if err is None:
         return None
     where = ".".join(str(p) for p in err.absolute_path)
@@ -305,6 +309,7 @@ def parse_action(action: Any, tools: Sequence[Tool] = (), *, max_calls: int = 16
     try:
         parsed = _parse_text(action, tools, max_calls)
     except Exception as exc:  # the parser must never raise; report and move on
+        logger.warning("agentgym parser failed on an action; this is a bug", exc_info=True)
         return ParsedAction(raw=action, errors=(f"could not parse the action ({exc!r}).",))
     if pre_errors:
         parsed = ParsedAction(

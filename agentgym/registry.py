@@ -146,7 +146,7 @@ def make_multi(env_id: str, **kwargs: Any) -> Any:
 
 def discover() -> None:
     """Import every family package of agentgym and every third-party entry point."""
-    from agentgym import envs as envs_pkg  # local import: envs depends on this module
+    envs_pkg = importlib.import_module("agentgym.envs")  # late: families import this module
 
     for module in pkgutil.iter_modules(envs_pkg.__path__):
         if not module.ispkg:

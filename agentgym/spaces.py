@@ -9,7 +9,7 @@ of any size within bounds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -62,10 +62,10 @@ class UnicodeText(Space[str]):
     def __eq__(self, other: object) -> bool:
         return isinstance(other, UnicodeText) and other.max_length == self.max_length
 
-    def to_jsonable(self, sample_n: Sequence[str]) -> list[str]:
+    def to_jsonable(self, sample_n: Iterable[str]) -> list[str]:  # type: ignore[override]
         return list(sample_n)
 
-    def from_jsonable(self, sample_n: Sequence[str]) -> list[str]:
+    def from_jsonable(self, sample_n: Iterable[str]) -> list[str]:  # type: ignore[override]
         return list(sample_n)
 
 

@@ -27,10 +27,10 @@ class SeededTaskSet(Sequence[str]):
     def __init__(self, prefix: str, start: int, count: int):
         self.prefix = prefix
         self.start = int(start)
-        self.count = int(count)
+        self.size = int(count)
 
     def __len__(self) -> int:
-        return self.count
+        return self.size
 
     @overload
     def __getitem__(self, index: int) -> str: ...
@@ -38,11 +38,11 @@ class SeededTaskSet(Sequence[str]):
     def __getitem__(self, index: slice) -> list[str]: ...
     def __getitem__(self, index: int | slice) -> str | list[str]:
         if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self.count))]
+            return [self[i] for i in range(*index.indices(self.size))]
         if index < 0:
-            index += self.count
-        if not 0 <= index < self.count:
-            raise IndexError(f"task index {index} out of range 0..{self.count - 1}")
+            index += self.size
+        if not 0 <= index < self.size:
+            raise IndexError(f"task index {index} out of range 0..{self.size - 1}")
         return f"{self.prefix}-{self.start + index}"
 
     def __contains__(self, task_id: object) -> bool:
@@ -51,13 +51,13 @@ class SeededTaskSet(Sequence[str]):
         tail = task_id[len(self.prefix) + 1 :]
         if not tail.isdigit():
             return False
-        return self.start <= int(tail) < self.start + self.count
+        return self.start <= int(tail) < self.start + self.size
 
     def __iter__(self) -> Iterator[str]:
-        return (f"{self.prefix}-{s}" for s in range(self.start, self.start + self.count))
+        return (f"{self.prefix}-{s}" for s in range(self.start, self.start + self.size))
 
     def __repr__(self) -> str:
-        return f"SeededTaskSet({self.prefix!r}, start={self.start}, count={self.count})"
+        return f"SeededTaskSet({self.prefix!r}, start={self.start}, count={self.size})"
 
     @staticmethod
     def seed_of(task_id: str) -> int:

@@ -147,13 +147,13 @@ def _sample_args(schema: Mapping[str, Any], rng: np.random.Generator) -> Any:
         n = int(rng.integers(lo, hi + 1))
         return [_sample_args(schema.get("items", {"type": "integer"}), rng) for _ in range(n)]
     if kind == "integer":
-        lo = int(schema.get("minimum", 0))
-        hi = int(schema.get("maximum", lo + 10))
-        return int(rng.integers(lo, hi + 1))
+        ilo = int(schema.get("minimum", 0))
+        ihi = int(schema.get("maximum", ilo + 10))
+        return int(rng.integers(ilo, ihi + 1))
     if kind == "number":
-        lo = float(schema.get("minimum", 0.0))
-        hi = float(schema.get("maximum", lo + 10.0))
-        return float(rng.uniform(lo, hi))
+        flo = float(schema.get("minimum", 0.0))
+        fhi = float(schema.get("maximum", flo + 10.0))
+        return float(rng.uniform(flo, fhi))
     if kind == "boolean":
         return bool(rng.integers(2))
     if kind == "null":
@@ -355,7 +355,7 @@ def _run(env: gym.Env, actions: list[str]) -> list[tuple]:
 def check_step_fuzz(env: gym.Env, seed: int = 0, extra_actions: int = 30) -> None:
     """No action string raises; malformed ones are flagged; every step keeps the contract."""
     rng = np.random.default_rng(seed)
-    obs, info = env.reset(seed=seed)
+    _obs, info = env.reset(seed=seed)
     episode = 0
 
     def fuzz() -> Iterator[tuple[str, bool]]:
@@ -390,7 +390,7 @@ def check_step_fuzz(env: gym.Env, seed: int = 0, extra_actions: int = 30) -> Non
             )
         if terminated or truncated:
             episode += 1
-            obs, info = env.reset(seed=seed + episode)
+            _obs, info = env.reset(seed=seed + episode)
         else:
             info = {**info, **step_info}
 
@@ -399,7 +399,7 @@ def check_state_key(
     env: gym.Env, seed: int = 0, factory: Callable[[], gym.Env] | None = None
 ) -> None:
     """``state_key`` is a str, stable when read twice, and history-free across instances."""
-    obs, info = env.reset(seed=seed)
+    _obs, info = env.reset(seed=seed)
     unwrapped = _unwrapped(env)
     k1, k2 = unwrapped.state_key(), unwrapped.state_key()
     if k1 != k2 or k1 != info["state_key"]:
@@ -463,7 +463,7 @@ def check_snapshot_restore(
         other = factory()
         try:
             other.reset(seed=seed + 1)
-            other.unwrapped.restore(snap)
+            _unwrapped(other).restore(snap)
             third = _run(other, future)
         finally:
             other.close()
@@ -515,7 +515,7 @@ def check_multi_agent_env(env_or_factory: Any, *, num_cycles: int = 20) -> None:
     parallel_api_test(env, num_cycles=num_cycles)
     if factory is not None:
         parallel_seed_test(factory, num_cycles=num_cycles)
-    observations, infos = env.reset(seed=0)
+    observations, _infos = env.reset(seed=0)
     for agent, obs in observations.items():
         if not env.observation_space(agent).contains(obs):
             raise _fail(

@@ -16,8 +16,8 @@ truncated, with ``info["env_error"]`` set, and the env must be reset before its 
 Example:
     >>> import gymnasium as gym, agentgym
     >>> pool = EnvPool([lambda: gym.make("agentgym/Sokoban-Tiny-v0")] * 2)
-    >>> [info["task_id"] == pool.reset(seeds=[3, 3])[1][1]["task_id"] for _, info in pool.reset(seeds=[3, 3])]
-    [True, True]
+    >>> [info["task_id"] for _, info in pool.reset(seeds=[3, 3])] == [pool.reset(seeds=[3])[0][1]["task_id"]] * 2
+    True
     >>> out = pool.step({1: "not an action"})
     >>> list(out), out[1].info["action_valid"]
     ([1], False)
@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -51,7 +52,8 @@ class StepResult(NamedTuple):
 
 def _safe_step(env: gym.Env, action: str) -> StepResult:
     try:
-        return StepResult(*env.step(action))
+        obs, reward, terminated, truncated, info = env.step(action)
+        return StepResult(obs, float(reward), bool(terminated), bool(truncated), info)
     except Exception as exc:  # an env crash fails this episode, not the run
         return _crashed(exc)
 
@@ -121,10 +123,8 @@ class _ProcessEnv:
 
     def close(self) -> None:
         if self._proc.is_alive():
-            try:
+            with contextlib.suppress(EOFError, OSError, BrokenPipeError):
                 self.request("close", None)
-            except (EOFError, OSError, BrokenPipeError):
-                pass
         self._proc.join(timeout=5)
         if self._proc.is_alive():
             self._proc.kill()
@@ -187,7 +187,7 @@ class EnvPool:
             raise InvalidConfigError(
                 f"reset got {len(idx)} indices but {len(seeds)} seeds and {len(opts)} options."
             )
-        payloads = {
+        payloads: dict[int, dict[str, Any]] = {
             i: {"seed": s, "options": dict(o) if o else None} for i, s, o in zip(idx, seeds, opts)
         }
 

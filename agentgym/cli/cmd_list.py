@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
-from agentgym.registry import list_envs
+from agentgym.registry import EnvRecord, list_envs
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -15,9 +16,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _details(record) -> dict:  # type: ignore[no-untyped-def]
+def _details(record: EnvRecord) -> dict[str, Any]:
     """Task counts and reward components, read from the env class without building it."""
-    details = {"train": "?", "test": "?", "rewards": ""}
+    details: dict[str, Any] = {"train": "?", "test": "?", "rewards": ""}
     if record.multi_agent:
         return details
     try:

@@ -1,0 +1,113 @@
+"""``agentgym demo``: every env family played by its reference policy, recorded, summarised.
+
+For each family it takes one env id, plays a few episodes with the env's oracle (privileged
+scripted solver) and with a random policy as a floor, records the oracle's episodes to
+``--out``/<family>.agtr, and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from agentgym.cli.cmd_run import play_and_maybe_record, summarize
+from agentgym.registry import list_envs
+
+#: The env shown for a family when it has several (else the first id alphabetically).
+PREFERRED = {"games": "agentgym/Sokoban-Small-v0"}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "demo", help="run every env family with its reference policy", description=__doc__
+    )
+    p.add_argument("--episodes", type=int, default=4, help="episodes per family (default 4)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="runs/demo", help="folder for the recordings")
+    p.add_argument("--family", action="append", help="only these families (repeatable)")
+    p.add_argument("--no-record", action="store_true", help="do not write trajectories")
+    p.set_defaults(func=run)
+
+
+def _trajectory_available() -> bool:
+    try:
+        import agentgym.trajectory  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def run(args: argparse.Namespace) -> int:
+    families: dict[str, str] = {}
+    for env_record in list_envs(multi_agent=False):
+        families.setdefault(env_record.family, env_record.id)
+    for family, env_id in PREFERRED.items():
+        if family in families:
+            families[family] = env_id
+    if args.family:
+        families = {f: i for f, i in families.items() if f in args.family}
+    record = not args.no_record and _trajectory_available()
+    if record:
+        os.makedirs(args.out, exist_ok=True)
+    rows = []
+    failed = 0
+    for family, env_id in sorted(families.items()):
+        start = time.perf_counter()
+        try:
+            path = os.path.join(args.out, f"{family}.agtr") if record else None
+            oracle = summarize(
+                play_and_maybe_record(
+                    env_id,
+                    "oracle",
+                    episodes=args.episodes,
+                    seed=args.seed,
+                    num_envs=2,
+                    env_kwargs=None,
+                    record=path,
+                    progress=True,
+                )
+            )
+            floor = summarize(
+                play_and_maybe_record(
+                    env_id,
+                    "random",
+                    episodes=args.episodes,
+                    seed=args.seed,
+                    num_envs=2,
+                    env_kwargs=None,
+                    record=None,
+                    progress=True,
+                )
+            )
+            rows.append(
+                (
+                    family,
+                    env_id,
+                    f"{oracle['success_rate']:.0%}",
+                    f"{floor['success_rate']:.0%}",
+                    f"{oracle['mean_turns']:.1f}",
+                    f"{time.perf_counter() - start:.1f}s",
+                    path or "-",
+                )
+            )
+        except Exception as exc:  # report the family and go on with the others
+            failed += 1
+            rows.append(
+                (family, env_id, "error", "-", "-", "-", f"{type(exc).__name__}: {exc}"[:60])
+            )
+    headers = ("family", "env", "oracle", "random", "turns", "time", "recording")
+    widths = (
+        [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)] if rows else []
+    )
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths)))
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    if record:
+        print(
+            f"\nTrajectories in {args.out}/. Look at one: agentgym view {args.out}/games.agtr -o demo.html"
+        )
+    elif not args.no_record:
+        print("\n(recording skipped: agentgym.trajectory is not available)")
+    return 1 if failed else 0

@@ -1,0 +1,58 @@
+"""EnvPool: active-subset stepping, crash isolation, and backends agreeing."""
+
+from __future__ import annotations
+
+import functools
+
+import gymnasium as gym
+import pytest
+
+import agentgym  # noqa: F401
+from agentgym.error import InvalidConfigError
+from agentgym.vector import EnvPool
+from tests.fake_envs import RaisingEnv
+
+make_tiny = functools.partial(gym.make, "agentgym/Sokoban-Tiny-v0")
+
+
+@pytest.mark.parametrize("backend", ["sync", "thread", "process"])
+def test_backends_give_the_same_results(backend):
+    with EnvPool([make_tiny] * 3, backend=backend) as pool:
+        resets = pool.reset(seeds=[0, 1, 2])
+        out = pool.step({0: "x", 2: resets[2][1]["admissible_actions"][0]})
+        keys = pool.call("state_key")
+    with EnvPool([make_tiny] * 3, backend="sync") as ref:
+        ref_resets = ref.reset(seeds=[0, 1, 2])
+        ref_out = ref.step({0: "x", 2: ref_resets[2][1]["admissible_actions"][0]})
+        ref_keys = ref.call("state_key")
+    assert [r[1]["task_id"] for r in resets] == [r[1]["task_id"] for r in ref_resets]
+    assert sorted(out) == [0, 2]
+    assert {i: o.obs["text"] for i, o in out.items()} == {
+        i: o.obs["text"] for i, o in ref_out.items()
+    }
+    assert keys == ref_keys
+
+
+def test_a_crashing_env_fails_its_episode_not_the_pool():
+    with EnvPool([make_tiny, RaisingEnv], backend="thread") as pool:
+        pool.reset(seeds=[0, 0])
+        out = pool.step({0: "x", 1: ""})
+    assert out[1].truncated and "ValueError: empty" in out[1].info["env_error"]
+    assert out[1].info["success"] is False
+    assert not out[0].truncated
+
+
+def test_bad_indices_and_lengths_are_clear_errors():
+    with EnvPool([make_tiny], backend="sync") as pool:
+        with pytest.raises(InvalidConfigError, match="out of range"):
+            pool.step({3: "x"})
+        with pytest.raises(InvalidConfigError, match="1 indices but 2 seeds"):
+            pool.reset(seeds=[1, 2])
+    with pytest.raises(InvalidConfigError, match="backend"):
+        EnvPool([make_tiny], backend="gpu")
+
+
+def test_close_is_idempotent():
+    pool = EnvPool([make_tiny], backend="process")
+    pool.close()
+    pool.close()
