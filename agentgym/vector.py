@@ -16,7 +16,8 @@ truncated, with ``info["env_error"]`` set, and the env must be reset before its 
 Example:
     >>> import gymnasium as gym, agentgym
     >>> pool = EnvPool([lambda: gym.make("agentgym/Sokoban-Tiny-v0")] * 2)
-    >>> [info["task_id"] for _, info in pool.reset(seeds=[3, 3])] == [pool.reset(seeds=[3])[0][1]["task_id"]] * 2
+    >>> (_, info_a), (_, info_b) = pool.reset(seeds=[3, 3])
+    >>> info_a["task_id"] == info_b["task_id"]
     True
     >>> out = pool.step({1: "not an action"})
     >>> list(out), out[1].info["action_valid"]
