@@ -122,6 +122,8 @@ def test_third_party_packages_register_through_the_entry_point_group(tmp_path):
         "print(gym.make('acme/Counter-v1').reset(seed=0)[1]['task_id'][:8])"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), root])}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["['acme/Counter-v1']", "counter-"]

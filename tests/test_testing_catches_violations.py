@@ -7,6 +7,7 @@ import pytest
 from agentgym.error import ConformanceError
 from agentgym.testing import (
     check_env,
+    check_gymnasium_api,
     check_reset_determinism,
     check_snapshot_restore,
     check_state_key,
@@ -51,3 +52,16 @@ def test_reward_outside_its_components_is_caught():
 def test_lossy_native_snapshot_is_caught():
     with pytest.raises(ConformanceError, match=r"\[snapshot\]"):
         check_snapshot_restore(LossySnapshotEnv())
+
+
+class ObsOutsideSpaceEnv(CounterEnv):
+    """Breaks the contract: images is a list of ints, not a tuple of arrays."""
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        return {"text": obs["text"], "images": [1]}, info
+
+
+def test_gymnasium_checker_runs_and_its_failures_surface():
+    with pytest.raises(ConformanceError, match=r"\[gymnasium\].*not within the observation space"):
+        check_gymnasium_api(ObsOutsideSpaceEnv())
