@@ -8,6 +8,7 @@ _SINGLE = {
     "UserTwentyQuestions-v0": ("twenty_questions:UserTwentyQuestionsEnv", "yes/no questions to find a secret thing"),
     "UserFunction-v0": ("function:UserFunctionEnv", "probe a hidden function, answer f(target)"),
     "UserPersuade-v0": ("persuade:UserPersuadeEnv", "move a sceptical stance with arguments and evidence"),
+    "UserService-v0": ("service:UserServiceEnv", "tau-bench style customer service over SQLite"),
 }
 
 for _id, (_entry, _desc) in _SINGLE.items():

@@ -146,6 +146,8 @@ class UserDialogueEnv(AgentEnv):
         # Keep the user seed with the episode's options so snapshot/restore (which replays
         # from the options) rebuilds the same user in any instance.
         self._options = {**options, "user_seed": self.user_seed}
+        if self.dialogue is not None:
+            self.dialogue.close()
         self.dialogue = self.dialogue_cls(wording=self.wording)
         opening = self.dialogue.start(task_seed, self.user_seed)
         self._raw_rewards = []
@@ -244,6 +246,13 @@ class UserDialogueEnv(AgentEnv):
             return ""
         blob = f"{self._task_id}|{self.dialogue.state_digest()}"
         return hashlib.blake2b(blob.encode(), digest_size=16).hexdigest()
+
+    def close(self) -> None:
+        """Close the current dialogue (its database, if any). Safe to call twice."""
+        if self.dialogue is not None:
+            self.dialogue.close()
+            self.dialogue = None
+        super().close()
 
     def oracle_action(self) -> str:
         """The privileged scripted policy's move (it reads the hidden facts)."""

@@ -404,6 +404,9 @@ class Dialogue:
         blob = json.dumps(self.state(), sort_keys=True, default=str)
         return hashlib.blake2b(blob.encode(), digest_size=16).hexdigest()
 
+    def close(self) -> None:
+        """Release what the dialogue holds (a database connection...)."""
+
     def user_profile(self) -> str:
         """The user's hidden profile as text (what a policy playing the user seat reads)."""
         user = self.user
