@@ -18,3 +18,22 @@ for _id, (_entry, _desc) in _SINGLE.items():
         family="users",
         description=_desc,
     )
+
+for _id in _SINGLE:
+    _name = _id.removesuffix("-v0")
+    register(
+        f"agentgym/{_name}Seats-v0",
+        "agentgym.envs.users.seats:UserSeatsParallelEnv",
+        family="users",
+        kwargs={"env_id": f"agentgym/{_id}"},
+        multi_agent=True,
+        description=f"{_name} with open assistant and user seats (PettingZoo)",
+    )
+
+register(
+    "agentgym/Negotiation-v0",
+    "agentgym.envs.users.negotiation:NegotiationParallelEnv",
+    family="users",
+    multi_agent=True,
+    description="two seats split a pool of items they value differently (PettingZoo)",
+)
