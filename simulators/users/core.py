@@ -306,8 +306,12 @@ class FactUser(ScriptedUser):
         if new:
             self.revealed.extend(new)
             gain = sum(self.facts[i].importance for i in new) / self.total_importance
+            lead = self.choose(("", "", "Sure. ", "Well, ", "Good question. "))
+            body = " ".join(self.phrase(self.facts[i]) for i in new)
+            if lead == "Well, ":
+                body = body[:1].lower() + body[1:] if not body.startswith("I ") else body
             return Decision(
-                " ".join(self.phrase(self.facts[i]) for i in new),
+                lead + body,
                 revealed=tuple(new),
                 scores={"info": gain},
             )

@@ -82,7 +82,9 @@ class FunctionUser(ScriptedUser):
         y = self.fn(x)
         self.probes[x] = y
         gain = 1.0 / self.max_useful_probes if len(self.probes) <= self.max_useful_probes else 0.0
-        return Decision(f"f({x}) = {y}.", revealed=(f"x={x}",), scores={"info": gain})
+        text = self.choose((f"f({x}) = {y}.", f"For {x} I get {y}: f({x}) = {y}.",
+                            f"f({x}) is {y}."))
+        return Decision(text, revealed=(f"x={x}",), scores={"info": gain})
 
     def hidden_values(self) -> tuple[str, ...]:
         return (str(self.fn(self.target)),)
