@@ -103,8 +103,9 @@ class EvalReport:
         return out
 
 
-def _play(env: gym.Env, policy: Policy, task_id: str, seed: int, user_seed: int,
-          max_steps: int) -> tuple[bool, float, bool]:
+def _play(
+    env: gym.Env, policy: Policy, task_id: str, seed: int, user_seed: int, max_steps: int
+) -> tuple[bool, float, bool]:
     obs, info = env.reset(seed=seed, options={"task_id": task_id, "user_seed": user_seed})
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": info.get("system_prompt", "")},
@@ -117,8 +118,10 @@ def _play(env: gym.Env, policy: Policy, task_id: str, seed: int, user_seed: int,
         info = {**info, **step_info}
         total += float(reward)
         sim_error = sim_error or bool(step_info.get("sim_error"))
-        messages += [{"role": "assistant", "content": gen.text},
-                     {"role": "user", "content": obs["text"]}]
+        messages += [
+            {"role": "assistant", "content": gen.text},
+            {"role": "user", "content": obs["text"]},
+        ]
         if terminated or truncated:
             return bool(step_info.get("success", False)), total, sim_error
     return False, total, sim_error
@@ -157,7 +160,8 @@ def evaluate(
     if bad:
         raise InvalidConfigError(f"every k must be in 1..n={n}; got {bad}.")
     if isinstance(tasks, int):
-        task_ids = list(made.unwrapped.task_ids()[:tasks])
+        unwrapped: Any = made.unwrapped
+        task_ids = list(unwrapped.task_ids()[:tasks])
     else:
         task_ids = list(tasks)
     results = []

@@ -4,10 +4,19 @@ from agentgym.registry import register
 
 _SINGLE = {
     "UserTravel-v0": ("travel:UserTravelEnv", "elicit hidden hotel preferences, search, book"),
-    "UserIntention-v0": ("intention:UserIntentionEnv", "clarify a vague request, answer with its details"),
-    "UserTwentyQuestions-v0": ("twenty_questions:UserTwentyQuestionsEnv", "yes/no questions to find a secret thing"),
+    "UserIntention-v0": (
+        "intention:UserIntentionEnv",
+        "clarify a vague request, answer with its details",
+    ),
+    "UserTwentyQuestions-v0": (
+        "twenty_questions:UserTwentyQuestionsEnv",
+        "yes/no questions to find a secret thing",
+    ),
     "UserFunction-v0": ("function:UserFunctionEnv", "probe a hidden function, answer f(target)"),
-    "UserPersuade-v0": ("persuade:UserPersuadeEnv", "move a sceptical stance with arguments and evidence"),
+    "UserPersuade-v0": (
+        "persuade:UserPersuadeEnv",
+        "move a sceptical stance with arguments and evidence",
+    ),
     "UserService-v0": ("service:UserServiceEnv", "tau-bench style customer service over SQLite"),
 }
 

@@ -14,12 +14,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-
-from agentgym.core import AgentEnv, ResetOutcome, StepOutcome
 from agentgym.envs.users.credit import check_options, credit_turns, score_trajectory
-from agentgym.parsing import ParsedAction, Tool, render_tool_call
 from agentgym.simulators.users.core import Dialogue, ToolResult, UserTurn
 from agentgym.simulators.users.wording import WordingBackend
+
+from agentgym.core import AgentEnv, ResetOutcome, StepOutcome
+from agentgym.parsing import ParsedAction, Tool, render_tool_call
 from agentgym.tasks import SeededTaskSet, seeded_splits
 
 
@@ -58,7 +58,10 @@ class UserDialogueEnv(AgentEnv):
         render_mode: ``"ansi"`` or None.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"family": "users", "render_modes": ["ansi"]}
+    metadata: ClassVar[dict[str, Any]] = {  # type: ignore[misc]  # same as AgentEnv
+        "family": "users",
+        "render_modes": ["ansi"],
+    }
     default_reward_weights: ClassVar[Mapping[str, float]] = {
         "format": 0.1,
         "info": 1.0,
@@ -182,8 +185,10 @@ class UserDialogueEnv(AgentEnv):
                 out = self._dispatch(dialogue, *calls[0])
         reward = sum(self.reward_weights.get(k, 0.0) * v for k, v in out.components.items())
         self._raw_rewards.append(float(reward))
-        if out.terminated or out.truncated or (
-            self.max_turns is not None and self.turn >= self.max_turns
+        if (
+            out.terminated
+            or out.truncated
+            or (self.max_turns is not None and self.turn >= self.max_turns)
         ):
             out.info["turn_rewards"] = credit_turns(
                 self._raw_rewards, self.turn_credit, self.credit_gamma

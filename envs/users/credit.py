@@ -38,9 +38,7 @@ TRAJECTORY_SCORES = ("sum", "mean", "r2g")
 def check_options(turn_credit: str, trajectory_score: str, gamma: float) -> None:
     """Raise :class:`InvalidConfigError` for unknown modes or a gamma outside [0, 1]."""
     if turn_credit not in TURN_CREDITS:
-        raise InvalidConfigError(
-            f"turn_credit must be one of {TURN_CREDITS}, got {turn_credit!r}."
-        )
+        raise InvalidConfigError(f"turn_credit must be one of {TURN_CREDITS}, got {turn_credit!r}.")
     if trajectory_score not in TRAJECTORY_SCORES:
         raise InvalidConfigError(
             f"trajectory_score must be one of {TRAJECTORY_SCORES}, got {trajectory_score!r}."

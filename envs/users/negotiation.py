@@ -39,16 +39,16 @@ import functools
 import hashlib
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
+from agentgym.simulators.users.negotiation import KINDS, NegotiationGame, scripted_negotiator
+from agentgym.simulators.users.text import MAX_READ_CHARS
 from pettingzoo import ParallelEnv
 
 from agentgym.error import InvalidConfigError
 from agentgym.parsing import Tool, parse_action, render_tool_call
-from agentgym.simulators.users.negotiation import KINDS, NegotiationGame, scripted_negotiator
-from agentgym.simulators.users.text import MAX_READ_CHARS
 from agentgym.spaces import action_space, observation_space
 from agentgym.tasks import SeededTaskSet, seeded_splits
 
@@ -56,23 +56,43 @@ ASSISTANT, USER = "assistant", "user"
 WEIGHTS = {"format": 0.1, "outcome": 1.0}
 
 TOOLS = (
-    Tool("talk", "Say something to your partner.", {
-        "type": "object", "properties": {"message": {"type": "string"}},
-        "required": ["message"], "additionalProperties": False}),
-    Tool("propose", "Propose a split: how many of each item YOU keep; the partner gets the rest.", {
-        "type": "object",
-        "properties": {k: {"type": "integer", "minimum": 0, "maximum": 10} for k in KINDS},
-        "required": list(KINDS), "additionalProperties": False}),
-    Tool("accept", "Accept the partner's standing proposal (ends the game).",
-         {"type": "object", "properties": {}, "additionalProperties": False}),
+    Tool(
+        "talk",
+        "Say something to your partner.",
+        {
+            "type": "object",
+            "properties": {"message": {"type": "string"}},
+            "required": ["message"],
+            "additionalProperties": False,
+        },
+    ),
+    Tool(
+        "propose",
+        "Propose a split: how many of each item YOU keep; the partner gets the rest.",
+        {
+            "type": "object",
+            "properties": {k: {"type": "integer", "minimum": 0, "maximum": 10} for k in KINDS},
+            "required": list(KINDS),
+            "additionalProperties": False,
+        },
+    ),
+    Tool(
+        "accept",
+        "Accept the partner's standing proposal (ends the game).",
+        {"type": "object", "properties": {}, "additionalProperties": False},
+    ),
 )
 
 
 class NegotiationParallelEnv(ParallelEnv):
     """Two-seat negotiation; see the module docstring for the card."""
 
-    metadata: dict[str, Any] = {"name": "agentgym_negotiation", "render_modes": [],
-                                "family": "users", "is_parallelizable": True}
+    metadata: ClassVar[dict[str, Any]] = {
+        "name": "agentgym_negotiation",
+        "render_modes": [],
+        "family": "users",
+        "is_parallelizable": True,
+    }
 
     def __init__(self, *, split: str = "train", max_turns: int = 10):
         if max_turns < 2:
@@ -91,11 +111,11 @@ class NegotiationParallelEnv(ParallelEnv):
         self.turns = 0
         self.task_id = ""
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019 - PettingZoo wants the same object
+    @functools.cache  # noqa: B019 - PettingZoo wants the same object
     def observation_space(self, agent: str) -> gym.Space:
         return self._obs_spaces[agent]
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019
+    @functools.cache  # noqa: B019
     def action_space(self, agent: str) -> gym.Space:
         return self._act_spaces[agent]
 
@@ -152,8 +172,7 @@ class NegotiationParallelEnv(ParallelEnv):
         seat, other = self.turn_of, game.other(self.turn_of)
         action = actions.get(seat, "")
         parsed = parse_action(action if isinstance(action, str) else "", TOOLS)
-        components = {seat: {"format": 0.0, "outcome": 0.0}, other: {"format": 0.0,
-                                                                      "outcome": 0.0}}
+        components = {seat: {"format": 0.0, "outcome": 0.0}, other: {"format": 0.0, "outcome": 0.0}}
         problem = parsed.error_text() if not parsed.valid else None
         if problem is None and len(parsed.tool_calls) != 1:
             problem = f"expected exactly one tool call, got {len(parsed.tool_calls)}."
@@ -174,8 +193,11 @@ class NegotiationParallelEnv(ParallelEnv):
                 else:
                     game.propose(seat, keep)
                     give = {k: game.counts[k] - keep[k] for k in KINDS}
-                    seen_by_other = ("Partner proposes: you get "
-                                     + ", ".join(f"{give[k]} {k}" for k in KINDS) + ".")
+                    seen_by_other = (
+                        "Partner proposes: you get "
+                        + ", ".join(f"{give[k]} {k}" for k in KINDS)
+                        + "."
+                    )
                     seen_by_seat = "Proposal made."
             elif not game.accept(seat):
                 problem = "there is no proposal from your partner to accept."
@@ -191,19 +213,32 @@ class NegotiationParallelEnv(ParallelEnv):
         if deal:
             for a in self.possible_agents:
                 components[a]["outcome"] = game.score(a)
-        rewards = {a: float(sum(WEIGHTS[k] * v for k, v in components[a].items()))
-                   for a in self.possible_agents}
+        rewards = {
+            a: float(sum(WEIGHTS[k] * v for k, v in components[a].items()))
+            for a in self.possible_agents
+        }
         self.turn_of = other
-        obs = {seat: self._obs(seen_by_seat + " " + _turn_line(False)),
-               other: self._obs(seen_by_other + " " + _turn_line(True))}
+        obs = {
+            seat: self._obs(seen_by_seat + " " + _turn_line(False)),
+            other: self._obs(seen_by_other + " " + _turn_line(True)),
+        }
         if deal or truncated:
-            obs = {a: self._obs(o["text"].split(" Your turn")[0].split(" Wait")[0]
-                                + (" The game is over." if deal else " No deal: out of turns."))
-                   for a, o in obs.items()}
-        infos = {a: self._info(a, reward_components=components[a],
-                               action_valid=(a != seat or problem is None),
-                               error=problem if a == seat else None)
-                 for a in self.possible_agents}
+            obs = {
+                a: self._obs(
+                    o["text"].split(" Your turn")[0].split(" Wait")[0]
+                    + (" The game is over." if deal else " No deal: out of turns.")
+                )
+                for a, o in obs.items()
+            }
+        infos = {
+            a: self._info(
+                a,
+                reward_components=components[a],
+                action_valid=(a != seat or problem is None),
+                error=problem if a == seat else None,
+            )
+            for a in self.possible_agents
+        }
         if deal or truncated:
             for a in self.possible_agents:
                 infos[a]["success"] = deal

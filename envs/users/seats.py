@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
+from agentgym.envs.users.base import UserDialogueEnv
+from agentgym.simulators.users.wording import Guard, WordingRequest
 from pettingzoo import ParallelEnv
 
-from agentgym.envs.users.base import UserDialogueEnv
 from agentgym.registry import get_record
-from agentgym.simulators.users.wording import Guard, WordingRequest
 from agentgym.spaces import action_space, observation_space
 
 ASSISTANT, USER = "assistant", "user"
@@ -65,8 +65,11 @@ class UserSeatsParallelEnv(ParallelEnv):
         **env_kwargs: Passed to that env's constructor (``split``, ``max_turns``...).
     """
 
-    metadata: dict[str, Any] = {"name": "agentgym_user_seats", "render_modes": [],
-                                "is_parallelizable": True}
+    metadata: ClassVar[dict[str, Any]] = {
+        "name": "agentgym_user_seats",
+        "render_modes": [],
+        "is_parallelizable": True,
+    }
 
     def __init__(self, env_id: str, **env_kwargs: Any):
         cls = get_record(env_id).load()
@@ -84,11 +87,11 @@ class UserSeatsParallelEnv(ParallelEnv):
         self._turn = ASSISTANT
         self._pending: tuple[Any, ...] | None = None
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019 - the same object every call (PettingZoo)
+    @functools.cache  # noqa: B019 - the same object every call (PettingZoo)
     def observation_space(self, agent: str) -> gym.Space:
         return self._obs_spaces[agent]
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019
+    @functools.cache  # noqa: B019
     def action_space(self, agent: str) -> gym.Space:
         return self._act_spaces[agent]
 
@@ -132,20 +135,29 @@ class UserSeatsParallelEnv(ParallelEnv):
         if request is not None:
             self._pending = (obs, term, trunc, info, request)
             self._turn = USER
-            user_text = (f"Assistant: {request.message}\n"
-                         f"Reply as the user. What your reply may say: {request.template}")
+            user_text = (
+                f"Assistant: {request.message}\n"
+                f"Reply as the user. What your reply may say: {request.template}"
+            )
             observations = {ASSISTANT: self._obs(_WAIT), USER: self._obs(user_text)}
             infos = {
                 ASSISTANT: {**info, "turn": USER},
-                USER: {"turn": USER, "reference_reply": request.template,
-                       "assistant_message": request.message},
+                USER: {
+                    "turn": USER,
+                    "reference_reply": request.template,
+                    "assistant_message": request.message,
+                },
             }
-            return (observations, {ASSISTANT: float(reward), USER: 0.0},
-                    {ASSISTANT: False, USER: False}, {ASSISTANT: False, USER: False}, infos)
+            return (
+                observations,
+                {ASSISTANT: float(reward), USER: 0.0},
+                {ASSISTANT: False, USER: False},
+                {ASSISTANT: False, USER: False},
+                infos,
+            )
         observations = {ASSISTANT: obs, USER: self._obs(_WAIT)}
         infos = {ASSISTANT: {**info, "turn": ASSISTANT}, USER: {"turn": ASSISTANT}}
-        return self._emit(observations, {ASSISTANT: float(reward), USER: 0.0}, term, trunc,
-                          infos)
+        return self._emit(observations, {ASSISTANT: float(reward), USER: 0.0}, term, trunc, infos)
 
     def _user_step(self, reply: Any) -> tuple[dict, dict, dict, dict, dict]:
         assert self._pending is not None
@@ -158,13 +170,18 @@ class UserSeatsParallelEnv(ParallelEnv):
         observations = {ASSISTANT: self._obs(text), USER: self._obs(_WAIT)}
         infos = {
             ASSISTANT: {**info, "turn": ASSISTANT, "user_reply_guarded": not verdict.ok},
-            USER: {"turn": ASSISTANT, "reward_components": {"guard": user_reward},
-                   "guard": verdict.reason, "action_valid": verdict.ok},
+            USER: {
+                "turn": ASSISTANT,
+                "reward_components": {"guard": user_reward},
+                "guard": verdict.reason,
+                "action_valid": verdict.ok,
+            },
         }
         return self._emit(observations, {ASSISTANT: 0.0, USER: user_reward}, term, trunc, infos)
 
-    def _emit(self, observations: dict, rewards: dict, term: bool, trunc: bool,
-              infos: dict) -> tuple[dict, dict, dict, dict, dict]:
+    def _emit(
+        self, observations: dict, rewards: dict, term: bool, trunc: bool, infos: dict
+    ) -> tuple[dict, dict, dict, dict, dict]:
         terms = {a: bool(term) for a in self.possible_agents}
         truncs = {a: bool(trunc) for a in self.possible_agents}
         if term or trunc:

@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
-from agentgym.parsing import Tool
 from agentgym.simulators.users.text import MAX_READ_CHARS, is_foreign, is_injection, tokens
 from agentgym.simulators.users.wording import (
     Guard,
@@ -33,6 +31,8 @@ from agentgym.simulators.users.wording import (
     WordingRequest,
     word_reply,
 )
+
+from agentgym.parsing import Tool
 
 
 @dataclass(frozen=True)
@@ -174,8 +174,9 @@ class ScriptedUser:
             message = ""
         text = message.strip()
         if not text:
-            decision = Decision("Sorry, I didn't catch that. What did you want to ask?",
-                                flags=("empty",))
+            decision = Decision(
+                "Sorry, I didn't catch that. What did you want to ask?", flags=("empty",)
+            )
         elif len(text) > MAX_READ_CHARS:
             decision = Decision(
                 "That's a lot of text. Could you keep it short and ask me one thing at a time?",

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-
 from agentgym.simulators.users.core import Decision, Dialogue, Opening, ScriptedUser, ToolResult
 from agentgym.simulators.users.text import numbers
 
@@ -50,8 +49,9 @@ class FunctionUser(ScriptedUser):
     max_useful_probes = 4
 
     def __init__(self, fn: Callable[[int], int], target: int, **kwargs: Any):
-        super().__init__("Someone holding a secret function; answers one input at a time.",
-                         **kwargs)
+        super().__init__(
+            "Someone holding a secret function; answers one input at a time.", **kwargs
+        )
         self.fn = fn
         self.target = target
         self.probes: dict[int, int] = {}
@@ -64,26 +64,37 @@ class FunctionUser(ScriptedUser):
         nums = [n for n in numbers(message) if n == int(n)]
         xs = list(dict.fromkeys(int(n) for n in nums))
         if not xs:
-            return Decision("Give me one whole number and I'll tell you f of it.",
-                            flags=("no_topic",))
+            return Decision(
+                "Give me one whole number and I'll tell you f of it.", flags=("no_topic",)
+            )
         if len(xs) > 1:
-            return Decision("One number at a time, please.", scores={"penalty": -1.0},
-                            flags=("stuffing",))
+            return Decision(
+                "One number at a time, please.", scores={"penalty": -1.0}, flags=("stuffing",)
+            )
         x = xs[0]
         if x == self.target:
-            return Decision(f"Nice try - working out f({x}) is your job.",
-                            scores={"penalty": -0.25}, flags=("target",))
+            return Decision(
+                f"Nice try - working out f({x}) is your job.",
+                scores={"penalty": -0.25},
+                flags=("target",),
+            )
         if abs(x) > PROBE_RANGE:
-            return Decision(f"Keep it between -{PROBE_RANGE} and {PROBE_RANGE}, please.",
-                            flags=("out_of_range",))
+            return Decision(
+                f"Keep it between -{PROBE_RANGE} and {PROBE_RANGE}, please.",
+                flags=("out_of_range",),
+            )
         if x in self.probes:
-            return Decision(f"As I said, f({x}) = {self.probes[x]}.", scores={"penalty": -0.25},
-                            flags=("repeat",))
+            return Decision(
+                f"As I said, f({x}) = {self.probes[x]}.",
+                scores={"penalty": -0.25},
+                flags=("repeat",),
+            )
         y = self.fn(x)
         self.probes[x] = y
         gain = 1.0 / self.max_useful_probes if len(self.probes) <= self.max_useful_probes else 0.0
-        text = self.choose((f"f({x}) = {y}.", f"For {x} I get {y}: f({x}) = {y}.",
-                            f"f({x}) is {y}."))
+        text = self.choose(
+            (f"f({x}) = {y}.", f"For {x} I get {y}: f({x}) = {y}.", f"f({x}) is {y}.")
+        )
         return Decision(text, revealed=(f"x={x}",), scores={"info": gain})
 
     def hidden_values(self) -> tuple[str, ...]:
@@ -112,17 +123,23 @@ class FunctionDialogue(Dialogue):
         self.searched = False
         self.given: str | None = None
         self.success = self.done = False
-        text = (f"I have a secret function f of a whole number. What is f({self.target})? "
-                "You can ask me f of any other number, one at a time.")
-        instruction = (f"Find f({self.target}) for the user's secret function by asking for f "
-                       "at other inputs, then answer with the number.")
+        text = (
+            f"I have a secret function f of a whole number. What is f({self.target})? "
+            "You can ask me f of any other number, one at a time."
+        )
+        instruction = (
+            f"Find f({self.target}) for the user's secret function by asking for f "
+            "at other inputs, then answer with the number."
+        )
         return Opening(instruction, text)
 
     def search(self, query: str) -> ToolResult:
         first = not self.searched
         self.searched = True
-        return ToolResult("The secret function is one of: " + "; ".join(FAMILIES) + ".",
-                          scores={"search": 1.0 if first else 0.0})
+        return ToolResult(
+            "The secret function is one of: " + "; ".join(FAMILIES) + ".",
+            scores={"search": 1.0 if first else 0.0},
+        )
 
     def answer(self, answer: str) -> ToolResult:
         vals = numbers(answer)
@@ -131,10 +148,14 @@ class FunctionDialogue(Dialogue):
         self.success = len(vals) >= 1 and abs(vals[-1] - want) < 1e-9
         self.done = True
         self.user.stopped = True
-        text = (f"User: Correct, f({self.target}) = {want}!" if self.success
-                else "User: No, that's wrong. Better luck next time.")
-        return ToolResult(text, scores={"outcome": 1.0 if self.success else 0.0}, stop=True,
-                          success=self.success)
+        text = (
+            f"User: Correct, f({self.target}) = {want}!"
+            if self.success
+            else "User: No, that's wrong. Better luck next time."
+        )
+        return ToolResult(
+            text, scores={"outcome": 1.0 if self.success else 0.0}, stop=True, success=self.success
+        )
 
     def oracle(self) -> tuple[str, dict[str, Any]]:
         user = self.user

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
 from agentgym.simulators.users.core import Dialogue, Fact, FactUser, Opening, ToolResult
 from agentgym.simulators.users.text import mentions
 
@@ -21,76 +20,168 @@ TASKS: dict[str, tuple[str, list[tuple[str, tuple[str, ...], str, str, tuple[str
     "party": (
         "Can you help me plan a birthday party?",
         [
-            ("guests", ("guest", "people", "many", "invite", "attend", "size"),
-             "the number of guests", "How many guests will come?",
-             ("12", "20", "35"), "About {v} people will come."),
-            ("budget", ("budget", "cost", "spend", "money", "afford", "price"),
-             "the budget", "What budget do you have?",
-             ("300", "500", "800"), "I can spend around {v} dollars."),
-            ("day", ("day", "date", "when", "weekend", "time"), "the date",
-             "Which day should the party be?",
-             ("saturday", "sunday", "friday"), "It should be on {v}."),
-            ("theme", ("theme", "style", "decoration", "decor", "idea"), "the theme",
-             "Should the party have a theme?",
-             ("pirates", "space", "dinosaurs"), "The theme should be {v}."),
-            ("venue", ("venue", "place", "location", "where", "host", "home"), "the venue",
-             "Where would you like to hold it?",
-             ("garden", "bowling alley", "community hall"), "I'd like it at the {v}."),
-            ("diet", ("diet", "dietary", "allergy", "allergie", "food", "eat", "vegetarian"),
-             "food restrictions", "Are there any food restrictions?",
-             ("vegetarian", "nut free", "gluten free"), "The food has to be {v}."),
+            (
+                "guests",
+                ("guest", "people", "many", "invite", "attend", "size"),
+                "the number of guests",
+                "How many guests will come?",
+                ("12", "20", "35"),
+                "About {v} people will come.",
+            ),
+            (
+                "budget",
+                ("budget", "cost", "spend", "money", "afford", "price"),
+                "the budget",
+                "What budget do you have?",
+                ("300", "500", "800"),
+                "I can spend around {v} dollars.",
+            ),
+            (
+                "day",
+                ("day", "date", "when", "weekend", "time"),
+                "the date",
+                "Which day should the party be?",
+                ("saturday", "sunday", "friday"),
+                "It should be on {v}.",
+            ),
+            (
+                "theme",
+                ("theme", "style", "decoration", "decor", "idea"),
+                "the theme",
+                "Should the party have a theme?",
+                ("pirates", "space", "dinosaurs"),
+                "The theme should be {v}.",
+            ),
+            (
+                "venue",
+                ("venue", "place", "location", "where", "host", "home"),
+                "the venue",
+                "Where would you like to hold it?",
+                ("garden", "bowling alley", "community hall"),
+                "I'd like it at the {v}.",
+            ),
+            (
+                "diet",
+                ("diet", "dietary", "allergy", "allergie", "food", "eat", "vegetarian"),
+                "food restrictions",
+                "Are there any food restrictions?",
+                ("vegetarian", "nut free", "gluten free"),
+                "The food has to be {v}.",
+            ),
         ],
     ),
     "laptop": (
         "I need a new laptop. What should I get?",
         [
-            ("use", ("use", "purpose", "work", "task", "mainly"), "what it's for",
-             "What will you mainly use it for?",
-             ("video editing", "programming", "gaming"), "I'll mostly use it for {v}."),
-            ("budget", ("budget", "cost", "spend", "money", "afford", "price"), "the budget",
-             "What's your budget?", ("900", "1400", "2000"), "I can spend up to {v} dollars."),
-            ("size", ("size", "screen", "inch", "display", "big", "small"), "the screen size",
-             "What screen size do you prefer?", ("13", "15", "16"),
-             "I want a {v} inch screen."),
-            ("os", ("os", "system", "windows", "mac", "linux", "operating"),
-             "the operating system", "Which operating system do you want?",
-             ("linux", "windows", "macos"), "It has to run {v}."),
-            ("weight", ("weight", "light", "heavy", "carry", "portable", "travel"),
-             "portability", "Does it need to be light to carry around?",
-             ("under 1.5 kg", "under 2 kg"), "It should weigh {v}."),
-            ("battery", ("battery", "charge", "hour", "unplugged"), "battery life",
-             "How long should the battery last?",
-             ("10 hours", "15 hours"), "The battery must last {v}."),
+            (
+                "use",
+                ("use", "purpose", "work", "task", "mainly"),
+                "what it's for",
+                "What will you mainly use it for?",
+                ("video editing", "programming", "gaming"),
+                "I'll mostly use it for {v}.",
+            ),
+            (
+                "budget",
+                ("budget", "cost", "spend", "money", "afford", "price"),
+                "the budget",
+                "What's your budget?",
+                ("900", "1400", "2000"),
+                "I can spend up to {v} dollars.",
+            ),
+            (
+                "size",
+                ("size", "screen", "inch", "display", "big", "small"),
+                "the screen size",
+                "What screen size do you prefer?",
+                ("13", "15", "16"),
+                "I want a {v} inch screen.",
+            ),
+            (
+                "os",
+                ("os", "system", "windows", "mac", "linux", "operating"),
+                "the operating system",
+                "Which operating system do you want?",
+                ("linux", "windows", "macos"),
+                "It has to run {v}.",
+            ),
+            (
+                "weight",
+                ("weight", "light", "heavy", "carry", "portable", "travel"),
+                "portability",
+                "Does it need to be light to carry around?",
+                ("under 1.5 kg", "under 2 kg"),
+                "It should weigh {v}.",
+            ),
+            (
+                "battery",
+                ("battery", "charge", "hour", "unplugged"),
+                "battery life",
+                "How long should the battery last?",
+                ("10 hours", "15 hours"),
+                "The battery must last {v}.",
+            ),
         ],
     ),
     "email": (
         "Please write an email for me.",
         [
-            ("recipient", ("who", "recipient", "whom", "send", "addressed"),
-             "who it's for", "Who is the email for?",
-             ("my landlord", "my manager", "the school"), "It's for {v}."),
-            ("topic", ("about", "topic", "subject", "purpose", "why", "regarding"),
-             "what it's about", "What is the email about?",
-             ("a broken heater", "a day off", "a schedule change"), "It's about {v}."),
-            ("tone", ("tone", "formal", "casual", "polite", "style"), "the tone",
-             "What tone should it have?", ("formal", "friendly", "firm"),
-             "The tone should be {v}."),
-            ("deadline", ("deadline", "when", "date", "soon", "urgent"), "the deadline",
-             "Is there a deadline to mention?", ("friday", "next monday", "tomorrow"),
-             "Mention that I need a reply by {v}."),
-            ("length", ("length", "long", "short", "word"), "the length",
-             "How long should it be?", ("short", "detailed"),
-             "Keep it {v}."),
-            ("signoff", ("sign", "signature", "name", "signed", "close", "closing"),
-             "the sign-off", "How should I sign it?", ("alex", "sam", "jordan"),
-             "Sign it with my name, {v}."),
+            (
+                "recipient",
+                ("who", "recipient", "whom", "send", "addressed"),
+                "who it's for",
+                "Who is the email for?",
+                ("my landlord", "my manager", "the school"),
+                "It's for {v}.",
+            ),
+            (
+                "topic",
+                ("about", "topic", "subject", "purpose", "why", "regarding"),
+                "what it's about",
+                "What is the email about?",
+                ("a broken heater", "a day off", "a schedule change"),
+                "It's about {v}.",
+            ),
+            (
+                "tone",
+                ("tone", "formal", "casual", "polite", "style"),
+                "the tone",
+                "What tone should it have?",
+                ("formal", "friendly", "firm"),
+                "The tone should be {v}.",
+            ),
+            (
+                "deadline",
+                ("deadline", "when", "date", "soon", "urgent"),
+                "the deadline",
+                "Is there a deadline to mention?",
+                ("friday", "next monday", "tomorrow"),
+                "Mention that I need a reply by {v}.",
+            ),
+            (
+                "length",
+                ("length", "long", "short", "word"),
+                "the length",
+                "How long should it be?",
+                ("short", "detailed"),
+                "Keep it {v}.",
+            ),
+            (
+                "signoff",
+                ("sign", "signature", "name", "signed", "close", "closing"),
+                "the sign-off",
+                "How should I sign it?",
+                ("alex", "sam", "jordan"),
+                "Sign it with my name, {v}.",
+            ),
         ],
     ),
 }
 
 CHECKLISTS = {
     kind: "Things people usually specify for this kind of request: "
-    + ", ".join(d[2] for d in details) + "."
+    + ", ".join(d[2] for d in details)
+    + "."
     for kind, (_, details) in TASKS.items()
 }
 
@@ -99,8 +190,9 @@ class IntentionDialogue(Dialogue):
     """A vague request; the plan must state the hidden details, weighted by importance."""
 
     search_help = "search(query): look up which details requests like this usually need."
-    answer_help = ("answer(answer): your final plan or draft, stating every detail the user "
-                   "asked for.")
+    answer_help = (
+        "answer(answer): your final plan or draft, stating every detail the user asked for."
+    )
     success_threshold = 0.99
 
     def start(self, task_seed: int, user_seed: int) -> Opening:
@@ -151,8 +243,12 @@ class IntentionDialogue(Dialogue):
             text = "User: That's not quite it" + (
                 f" - you left out {', '.join(missing)}." if missing else "."
             )
-        return ToolResult(text, scores={"outcome": 1.0 if self.success else 0.0,
-                                        "coverage": self.score}, stop=True, success=self.success)
+        return ToolResult(
+            text,
+            scores={"outcome": 1.0 if self.success else 0.0, "coverage": self.score},
+            stop=True,
+            success=self.success,
+        )
 
     def oracle(self) -> tuple[str, dict[str, Any]]:
         user = self.user

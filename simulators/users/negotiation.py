@@ -115,7 +115,7 @@ def scripted_negotiator(
 ) -> tuple[str, dict[str, Any]]:
     """A deterministic counterpart's move: ``("accept", {})`` or ``("propose", keep)``."""
     if game.standing is not None and game.standing[0] != side:
-        proposer, keep = game.standing
+        _proposer, keep = game.standing
         mine = {k: game.counts[k] - keep[k] for k in KINDS}
         if game.worth(side, mine) >= accept_share * 10:
             return "accept", {}

@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from dataclasses import replace
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
-
-from agentgym.parsing import Tool
 from agentgym.simulators.users.core import (
     Decision,
     Dialogue,
@@ -40,6 +38,8 @@ from agentgym.simulators.users.core import (
 )
 from agentgym.simulators.users.text import mentions_number, tokens
 
+from agentgym.parsing import Tool
+
 SCHEMA = """
 CREATE TABLE users (user_id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT UNIQUE NOT NULL,
                     zip TEXT NOT NULL);
@@ -50,12 +50,39 @@ CREATE TABLE items (item_id TEXT PRIMARY KEY, order_id TEXT NOT NULL REFERENCES 
                     product TEXT NOT NULL, price REAL NOT NULL, status TEXT NOT NULL);
 """
 
-FIRST = ("Ana", "Ben", "Chen", "Dara", "Eli", "Fatima", "Goran", "Hana", "Ivan", "Jia", "Kofi",
-         "Lena", "Mateo", "Noor", "Omar", "Priya")
+FIRST = (
+    "Ana",
+    "Ben",
+    "Chen",
+    "Dara",
+    "Eli",
+    "Fatima",
+    "Goran",
+    "Hana",
+    "Ivan",
+    "Jia",
+    "Kofi",
+    "Lena",
+    "Mateo",
+    "Noor",
+    "Omar",
+    "Priya",
+)
 LAST = ("Silva", "Novak", "Kim", "Okafor", "Rossi", "Haddad", "Berg", "Tanaka", "Lopez", "Singh")
-PRODUCTS = ("blue jacket", "running shoes", "desk lamp", "coffee grinder", "yoga mat",
-            "wool scarf", "bluetooth speaker", "water bottle", "backpack", "phone case",
-            "hiking boots", "table fan")
+PRODUCTS = (
+    "blue jacket",
+    "running shoes",
+    "desk lamp",
+    "coffee grinder",
+    "yoga mat",
+    "wool scarf",
+    "bluetooth speaker",
+    "water bottle",
+    "backpack",
+    "phone case",
+    "hiking boots",
+    "table fan",
+)
 STREETS = ("Oak Street", "Pine Avenue", "Maple Road", "Cedar Lane", "Elm Court", "Birch Way")
 CITIES = ("Springfield", "Riverton", "Lakeside", "Hillview")
 CANCEL_REASONS = ("no longer needed", "ordered by mistake")
@@ -74,23 +101,46 @@ POLICY = (
 
 
 def _tool(name: str, description: str, props: dict[str, Any]) -> Tool:
-    return Tool(name, description, {"type": "object", "properties": props,
-                                    "required": list(props), "additionalProperties": False})
+    return Tool(
+        name,
+        description,
+        {
+            "type": "object",
+            "properties": props,
+            "required": list(props),
+            "additionalProperties": False,
+        },
+    )
 
 
 _STR = {"type": "string"}
 SERVICE_TOOLS = (
-    _tool("find_user", "Find a customer by the email on their account (authenticates them).",
-          {"email": _STR}),
+    _tool(
+        "find_user",
+        "Find a customer by the email on their account (authenticates them).",
+        {"email": _STR},
+    ),
     _tool("list_orders", "List the authenticated customer's orders.", {"user_id": _STR}),
-    _tool("get_order", "Show an order of the authenticated customer, with its items.",
-          {"order_id": _STR}),
-    _tool("cancel_order", "Cancel a pending order.",
-          {"order_id": _STR, "reason": {"type": "string", "enum": list(CANCEL_REASONS)}}),
-    _tool("update_address", "Change the shipping address of a pending or processing order.",
-          {"order_id": _STR, "address": _STR}),
-    _tool("return_item", "Return one item of a delivered order (refunds its price).",
-          {"order_id": _STR, "item_id": _STR}),
+    _tool(
+        "get_order",
+        "Show an order of the authenticated customer, with its items.",
+        {"order_id": _STR},
+    ),
+    _tool(
+        "cancel_order",
+        "Cancel a pending order.",
+        {"order_id": _STR, "reason": {"type": "string", "enum": list(CANCEL_REASONS)}},
+    ),
+    _tool(
+        "update_address",
+        "Change the shipping address of a pending or processing order.",
+        {"order_id": _STR, "address": _STR},
+    ),
+    _tool(
+        "return_item",
+        "Return one item of a delivered order (refunds its price).",
+        {"order_id": _STR, "item_id": _STR},
+    ),
 )
 
 
@@ -163,23 +213,25 @@ class Store:
 
     def get_order(self, order_id: str) -> str:
         oid, _, status, total = self._order(order_id)
-        addr = self.conn.execute("SELECT address FROM orders WHERE order_id = ?",
-                                 (oid,)).fetchone()[0]
+        addr = self.conn.execute(
+            "SELECT address FROM orders WHERE order_id = ?", (oid,)
+        ).fetchone()[0]
         items = self.conn.execute(
             "SELECT item_id, product, price, status FROM items WHERE order_id = ? ORDER BY 1",
             (oid,),
         ).fetchall()
         lines = [f"  {i} {p} ${pr:.2f} ({st})" for i, p, pr, st in items]
-        return (f"Order #{oid}: {status}, total ${total:.2f}, ship to {addr}\n"
-                + "\n".join(lines))
+        return f"Order #{oid}: {status}, total ${total:.2f}, ship to {addr}\n" + "\n".join(lines)
 
     def cancel_order(self, order_id: str, reason: str) -> str:
         oid, _, status, total = self._order(order_id)
         if status != "pending":
             raise PolicyError(f"order #{oid} is {status}; only pending orders can be cancelled.")
         with self.conn:
-            self.conn.execute("UPDATE orders SET status = 'cancelled', cancel_reason = ? "
-                              "WHERE order_id = ?", (reason, oid))
+            self.conn.execute(
+                "UPDATE orders SET status = 'cancelled', cancel_reason = ? WHERE order_id = ?",
+                (reason, oid),
+            )
             self.conn.execute("UPDATE items SET status = 'cancelled' WHERE order_id = ?", (oid,))
         return f"Order #{oid} cancelled ({reason}). Refund of ${total:.2f} issued."
 
@@ -190,8 +242,9 @@ class Store:
         if not address.strip() or len(address) > 200:
             raise ValueError("the address must be 1-200 characters.")
         with self.conn:
-            self.conn.execute("UPDATE orders SET address = ? WHERE order_id = ?",
-                              (" ".join(address.split()), oid))
+            self.conn.execute(
+                "UPDATE orders SET address = ? WHERE order_id = ?", (" ".join(address.split()), oid)
+            )
         return f"Order #{oid} will ship to {' '.join(address.split())}."
 
     def return_item(self, order_id: str, item_id: str) -> str:
@@ -207,8 +260,9 @@ class Store:
         if row[1] != "delivered":
             raise PolicyError(f"item {item_id} is already {row[1]}.")
         with self.conn:
-            self.conn.execute("UPDATE items SET status = 'returned' WHERE item_id = ?",
-                              (item_id.strip().upper(),))
+            self.conn.execute(
+                "UPDATE items SET status = 'returned' WHERE item_id = ?", (item_id.strip().upper(),)
+            )
         return f"Item {item_id.strip().upper()} returned. Refund of ${row[0]:.2f} issued."
 
 
@@ -223,28 +277,36 @@ def build_store(rng: np.random.Generator) -> Store:
             first, last = FIRST[int(ni)], LAST[int(rng.integers(len(LAST)))]
             uid = f"U{u + 1:02d}"
             email = f"{first.lower()}.{last.lower()}{int(rng.integers(10, 99))}@example.com"
-            store.conn.execute("INSERT INTO users VALUES (?, ?, ?, ?)",
-                               (uid, f"{first} {last}", email, f"{int(rng.integers(10000, 99999))}"))
+            store.conn.execute(
+                "INSERT INTO users VALUES (?, ?, ?, ?)",
+                (uid, f"{first} {last}", email, f"{int(rng.integers(10000, 99999))}"),
+            )
             statuses = ["pending", "processing", "delivered"]
             rng.shuffle(statuses)
             for status in statuses[: int(rng.integers(2, 4))]:
                 oid = f"W{order_no}"
                 order_no += int(rng.integers(1, 50))
-                addr = (f"{int(rng.integers(1, 300))} {STREETS[int(rng.integers(len(STREETS)))]}"
-                        f", {CITIES[int(rng.integers(len(CITIES)))]}")
+                addr = (
+                    f"{int(rng.integers(1, 300))} {STREETS[int(rng.integers(len(STREETS)))]}"
+                    f", {CITIES[int(rng.integers(len(CITIES)))]}"
+                )
                 n_items = int(rng.integers(1, 4))
                 prods = rng.choice(len(PRODUCTS), size=n_items, replace=False)
                 total = 0.0
-                store.conn.execute("INSERT INTO orders VALUES (?, ?, ?, ?, 0, NULL)",
-                                   (oid, uid, status, addr))
+                store.conn.execute(
+                    "INSERT INTO orders VALUES (?, ?, ?, ?, 0, NULL)", (oid, uid, status, addr)
+                )
                 for p in prods:
                     price = float(int(rng.integers(900, 15000))) / 100
                     total += price
-                    store.conn.execute("INSERT INTO items VALUES (?, ?, ?, ?, ?)",
-                                       (f"I{item_no:03d}", oid, PRODUCTS[int(p)], price, status))
+                    store.conn.execute(
+                        "INSERT INTO items VALUES (?, ?, ?, ?, ?)",
+                        (f"I{item_no:03d}", oid, PRODUCTS[int(p)], price, status),
+                    )
                     item_no += 1
-                store.conn.execute("UPDATE orders SET total = ? WHERE order_id = ?",
-                                   (round(total, 2), oid))
+                store.conn.execute(
+                    "UPDATE orders SET total = ? WHERE order_id = ?", (round(total, 2), oid)
+                )
     return store
 
 
@@ -252,8 +314,9 @@ class CustomerUser(FactUser):
     """A customer who reveals account and order facts when asked and ends only when served."""
 
     def __init__(self, dialogue: ServiceDialogue, facts: list[Fact], **kwargs: Any):
-        super().__init__("A customer contacting an online shop; brief and a bit impatient.",
-                         facts, **kwargs)
+        super().__init__(
+            "A customer contacting an online shop; brief and a bit impatient.", facts, **kwargs
+        )
         self.dialogue = dialogue
         self.heard: set[str] = set()
 
@@ -294,21 +357,25 @@ class ServiceDialogue(Dialogue):
 
     extra_tools = SERVICE_TOOLS
     search_help = "search(query): search the shop's policy handbook."
-    answer_help = ("answer(answer): your closing message; ends the chat only if the customer "
-                   "is fully served.")
+    answer_help = (
+        "answer(answer): your closing message; ends the chat only if the customer is fully served."
+    )
 
     def start(self, task_seed: int, user_seed: int) -> Opening:
         rng = np.random.default_rng(task_seed)
         self.store = build_store(rng)
         self.goal = GOALS[int(rng.integers(len(GOALS)))]
-        want_status = {"cancel": ("pending",), "address": ("pending", "processing"),
-                       "return": ("delivered",)}[self.goal]
+        want_status = {
+            "cancel": ("pending",),
+            "address": ("pending", "processing"),
+            "return": ("delivered",),
+        }[self.goal]
         rows = self.store.conn.execute(
-            "SELECT o.order_id, o.user_id, o.total, u.email, u.name FROM orders o "
-            "JOIN users u USING (user_id) WHERE o.status IN (%s) ORDER BY 1"
-            % ",".join("?" * len(want_status)), want_status,
+            "SELECT o.order_id, o.user_id, o.total, u.email FROM orders o "
+            "JOIN users u USING (user_id) WHERE o.status IN (?, ?) ORDER BY 1",
+            (want_status[0], want_status[-1]),
         ).fetchall()
-        oid, uid, total, email, name = rows[int(rng.integers(len(rows)))]
+        oid, uid, total, email = rows[int(rng.integers(len(rows)))]
         self.order_id, self.user_id, self.email = oid, uid, email
         items = self.store.conn.execute(
             "SELECT item_id, product, price FROM items WHERE order_id = ? ORDER BY 1", (oid,)
@@ -316,9 +383,11 @@ class ServiceDialogue(Dialogue):
         item_id, product, price = items[int(rng.integers(len(items)))]
         self.item_id = item_id
         self.reason = CANCEL_REASONS[int(rng.integers(len(CANCEL_REASONS)))]
-        self.new_address = (f"{int(rng.integers(1, 300))} "
-                            f"{STREETS[int(rng.integers(len(STREETS)))]}, "
-                            f"{CITIES[int(rng.integers(len(CITIES)))]}")
+        self.new_address = (
+            f"{int(rng.integers(1, 300))} "
+            f"{STREETS[int(rng.integers(len(STREETS)))]}, "
+            f"{CITIES[int(rng.integers(len(CITIES)))]}"
+        )
         self.required: dict[str, float] = {}
         goal_store = self.store.copy()
         goal_store.authenticated = uid
@@ -334,27 +403,66 @@ class ServiceDialogue(Dialogue):
         goal_store.close()
 
         facts = [
-            Fact("email", email, ("email", "mail", "account", "verify", "identify"),
-                 (f"My email is {email}.",), (f"You can find me under {email}.",), 1.0,
-                 "Could you tell me the email on your account?", "my account email"),
-            Fact("order", oid, ("order", "number"),
-                 (f"It's order #{oid}.",), (f"The order number is #{oid}, the one with the "
-                                            f"{product}.",), 1.0,
-                 "Which order is it? Please give me the order number.", "which order"),
+            Fact(
+                "email",
+                email,
+                ("email", "mail", "account", "verify", "identify"),
+                (f"My email is {email}.",),
+                (f"You can find me under {email}.",),
+                1.0,
+                "Could you tell me the email on your account?",
+                "my account email",
+            ),
+            Fact(
+                "order",
+                oid,
+                ("order", "number"),
+                (f"It's order #{oid}.",),
+                (f"The order number is #{oid}, the one with the {product}.",),
+                1.0,
+                "Which order is it? Please give me the order number.",
+                "which order",
+            ),
         ]
         if self.goal == "cancel":
-            facts.append(Fact("reason", self.reason, ("why", "reason"),
-                              (f"The reason: {self.reason}.",), (), 1.0,
-                              "Why would you like to cancel it?", "the reason"))
+            facts.append(
+                Fact(
+                    "reason",
+                    self.reason,
+                    ("why", "reason"),
+                    (f"The reason: {self.reason}.",),
+                    (),
+                    1.0,
+                    "Why would you like to cancel it?",
+                    "the reason",
+                )
+            )
         elif self.goal == "address":
-            facts.append(Fact("address", self.new_address,
-                              ("address", "ship", "shipping", "deliver", "delivery", "where"),
-                              (f"Please send it to {self.new_address}.",), (), 1.0,
-                              "What is the new shipping address?", "the new address"))
+            facts.append(
+                Fact(
+                    "address",
+                    self.new_address,
+                    ("address", "ship", "shipping", "deliver", "delivery", "where"),
+                    (f"Please send it to {self.new_address}.",),
+                    (),
+                    1.0,
+                    "What is the new shipping address?",
+                    "the new address",
+                )
+            )
         else:
-            facts.append(Fact("item", product, ("item", "product", "return", "back"),
-                              (f"I want to return the {product}.",), (), 1.0,
-                              "Which item would you like to return?", "the item"))
+            facts.append(
+                Fact(
+                    "item",
+                    product,
+                    ("item", "product", "return", "back"),
+                    (f"I want to return the {product}.",),
+                    (),
+                    1.0,
+                    "Which item would you like to return?",
+                    "the item",
+                )
+            )
         self.user = CustomerUser(self, facts, wording=self.wording, patience=10)
         self.user.seed(user_seed)
         self.false_claims = 0
@@ -362,14 +470,20 @@ class ServiceDialogue(Dialogue):
         self.success = self.done = False
         opening = {
             "cancel": ("Hi, I need to cancel an order.", "Hello, please cancel my order."),
-            "address": ("Hi, I need to change the shipping address on my order.",
-                        "Hello, my order should go to a different address."),
-            "return": ("Hi, I want to return something I bought.",
-                       "Hello, I'd like to send an item back."),
+            "address": (
+                "Hi, I need to change the shipping address on my order.",
+                "Hello, my order should go to a different address.",
+            ),
+            "return": (
+                "Hi, I want to return something I bought.",
+                "Hello, I'd like to send an item back.",
+            ),
         }[self.goal]
-        instruction = ("Serve the customer: authenticate them, follow the shop's policies, "
-                       "make the change they need with the tools, and tell them what they need "
-                       "to know.")
+        instruction = (
+            "Serve the customer: authenticate them, follow the shop's policies, "
+            "make the change they need with the tools, and tell them what they need "
+            "to know."
+        )
         return Opening(instruction, self.user.choose(opening))
 
     def goal_met(self) -> bool:
@@ -403,8 +517,9 @@ class ServiceDialogue(Dialogue):
             text = op(**{k: str(v) for k, v in arguments.items()})
             scores: dict[str, float] = {}
         except PolicyError as exc:
-            return ToolResult(f"Policy violation: {exc}", scores={"policy": -1.0},
-                              flags=("policy",))
+            return ToolResult(
+                f"Policy violation: {exc}", scores={"policy": -1.0}, flags=("policy",)
+            )
         except (LookupError, ValueError) as exc:
             msg = exc.args[0] if exc.args else str(exc)
             return ToolResult(f"Error: {msg}", flags=("tool_error",))
@@ -420,18 +535,29 @@ class ServiceDialogue(Dialogue):
         if user.satisfied():
             self.done = self.success = True
             user.stopped = True
-            return ToolResult("User: Perfect, thanks for your help. Bye!",
-                              scores={"outcome": 1.0}, stop=True, success=True)
+            return ToolResult(
+                "User: Perfect, thanks for your help. Bye!",
+                scores={"outcome": 1.0},
+                stop=True,
+                success=True,
+            )
         if self.goal_met():
             return ToolResult("User: Wait - how much money will I get back?")
         self.false_claims += 1
         if self.false_claims >= 2:
             self.done = True
             user.stopped = True
-            return ToolResult("User: It's still not done. I'll call someone else. Goodbye.",
-                              scores={"penalty": -1.0}, stop=True, flags=("false_claim",))
-        return ToolResult("User: But it isn't done yet - my order hasn't changed.",
-                          scores={"penalty": -1.0}, flags=("false_claim",))
+            return ToolResult(
+                "User: It's still not done. I'll call someone else. Goodbye.",
+                scores={"penalty": -1.0},
+                stop=True,
+                flags=("false_claim",),
+            )
+        return ToolResult(
+            "User: But it isn't done yet - my order hasn't changed.",
+            scores={"penalty": -1.0},
+            flags=("false_claim",),
+        )
 
     def oracle(self) -> tuple[str, dict[str, Any]]:
         user = self.user
@@ -447,12 +573,12 @@ class ServiceDialogue(Dialogue):
             if self.goal == "cancel":
                 return "cancel_order", {"order_id": self.order_id, "reason": self.reason}
             if self.goal == "address":
-                return "update_address", {"order_id": self.order_id,
-                                          "address": self.new_address}
+                return "update_address", {"order_id": self.order_id, "address": self.new_address}
             return "return_item", {"order_id": self.order_id, "item_id": self.item_id}
         if self.required:
-            return "talk", {"message": f"All done. You will get a refund of "
-                                       f"${self.required['refund']:.2f}."}
+            return "talk", {
+                "message": f"All done. You will get a refund of ${self.required['refund']:.2f}."
+            }
         return "talk", {"message": "All done - your order will ship to the new address."}
 
     def user_profile(self) -> str:
@@ -460,8 +586,13 @@ class ServiceDialogue(Dialogue):
         return f"Your goal: {self.goal} (order #{self.order_id}).\n{facts}"
 
     def state(self) -> Any:
-        return {**self.user.state(), "db": self.store.dump(), "auth": self.store.authenticated,
-                "false_claims": self.false_claims, "done": self.done}
+        return {
+            **self.user.state(),
+            "db": self.store.dump(),
+            "auth": self.store.authenticated,
+            "false_claims": self.false_claims,
+            "done": self.done,
+        }
 
     def close(self) -> None:
         self.store.close()

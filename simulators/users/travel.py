@@ -15,34 +15,62 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
 from agentgym.simulators.users.core import Dialogue, Fact, FactUser, Opening, ToolResult
 from agentgym.simulators.users.text import normalise, numbers, tokens
 
 CITIES = ("Lisbon", "Kyoto", "Vienna", "Montreal", "Cape Town", "Valencia", "Oslo", "Seoul")
 AREAS = ("old town", "beach", "airport", "business district", "university quarter")
-NAME_A = ("Azure", "Grand", "Little", "Royal", "Harbor", "Garden", "Silver", "Maple",
-          "Cedar", "Golden", "Quiet", "North")
+NAME_A = (
+    "Azure",
+    "Grand",
+    "Little",
+    "Royal",
+    "Harbor",
+    "Garden",
+    "Silver",
+    "Maple",
+    "Cedar",
+    "Golden",
+    "Quiet",
+    "North",
+)
 NAME_B = ("Inn", "Suites", "Lodge", "House", "Palace", "Rooms", "Residence", "Stay")
 BUDGETS = (90, 120, 160, 220)
 BOOL_ATTRS = ("breakfast", "pets", "parking", "pool")
 
 #: attribute -> (keywords, topic, question)
 TOPICS: dict[str, tuple[tuple[str, ...], str, str]] = {
-    "area": (("area", "neighborhood", "neighbourhood", "location", "district", "where",
-              "located"), "the area", "Which area of the city would you like to stay in?"),
-    "budget": (("budget", "price", "cost", "afford", "expensive", "cheap", "spend", "pay",
-                "much"), "the price", "What is your budget per night?"),
-    "stars": (("star", "rating", "quality", "luxury", "class", "fancy"), "the hotel class",
-              "How many stars should the hotel have?"),
-    "breakfast": (("breakfast", "meal", "food", "morning"), "breakfast",
-                  "Do you need breakfast included?"),
-    "pets": (("pet", "dog", "cat", "animal"), "my dog",
-             "Will you be travelling with a pet?"),
-    "parking": (("parking", "car", "drive", "driving", "park"), "parking",
-                "Will you need parking for a car?"),
-    "pool": (("pool", "swim", "swimming", "gym", "amenity", "amenitie"), "a pool",
-             "Is a swimming pool important to you?"),
+    "area": (
+        ("area", "neighborhood", "neighbourhood", "location", "district", "where", "located"),
+        "the area",
+        "Which area of the city would you like to stay in?",
+    ),
+    "budget": (
+        ("budget", "price", "cost", "afford", "expensive", "cheap", "spend", "pay", "much"),
+        "the price",
+        "What is your budget per night?",
+    ),
+    "stars": (
+        ("star", "rating", "quality", "luxury", "class", "fancy"),
+        "the hotel class",
+        "How many stars should the hotel have?",
+    ),
+    "breakfast": (
+        ("breakfast", "meal", "food", "morning"),
+        "breakfast",
+        "Do you need breakfast included?",
+    ),
+    "pets": (("pet", "dog", "cat", "animal"), "my dog", "Will you be travelling with a pet?"),
+    "parking": (
+        ("parking", "car", "drive", "driving", "park"),
+        "parking",
+        "Will you need parking for a car?",
+    ),
+    "pool": (
+        ("pool", "swim", "swimming", "gym", "amenity", "amenitie"),
+        "a pool",
+        "Is a swimming pool important to you?",
+    ),
 }
 
 
@@ -62,8 +90,10 @@ class Hotel:
 
     def line(self) -> str:
         feats = [f"{'with' if getattr(self, a) else 'no'} {a}" for a in BOOL_ATTRS]
-        return (f"[{self.id}] {self.name} | {self.area} | ${self.price}/night | "
-                f"{self.stars} stars | " + ", ".join(feats))
+        return (
+            f"[{self.id}] {self.name} | {self.area} | ${self.price}/night | "
+            f"{self.stars} stars | " + ", ".join(feats)
+        )
 
 
 def _satisfies(hotel: Hotel, prefs: Mapping[str, Any]) -> dict[str, bool]:
@@ -117,8 +147,10 @@ def _facts(prefs: Mapping[str, Any], importance: Mapping[str, float]) -> list[Fa
 class TravelDialogue(Dialogue):
     """A hotel search with a traveller holding hidden preferences."""
 
-    search_help = ("search(query): list the hotels that best match a query such as "
-                   "'beach under $160 4 stars breakfast pets'.")
+    search_help = (
+        "search(query): list the hotels that best match a query such as "
+        "'beach under $160 4 stars breakfast pets'."
+    )
     answer_help = "answer(answer): the id of the hotel to book, e.g. 'H3'."
 
     def start(self, task_seed: int, user_seed: int) -> Opening:
@@ -150,12 +182,16 @@ class TravelDialogue(Dialogue):
         self.chosen: str | None = None
         self.success = self.done = False
         text = self.user.choose(
-            (f"Hi! I need a hotel in {self.city} for next week.",
-             f"Hello, can you help me book a hotel in {self.city}?")
+            (
+                f"Hi! I need a hotel in {self.city} for next week.",
+                f"Hello, can you help me book a hotel in {self.city}?",
+            )
         )
-        instruction = (f"Help the traveller book the hotel in {self.city} that fits all their "
-                       "preferences. Ask about them one at a time, search, then answer with the "
-                       "hotel id.")
+        instruction = (
+            f"Help the traveller book the hotel in {self.city} that fits all their "
+            "preferences. Ask about them one at a time, search, then answer with the "
+            "hotel id."
+        )
         return Opening(instruction, text)
 
     def _catalogue(self, rng: np.random.Generator) -> list[Hotel]:
@@ -236,8 +272,12 @@ class TravelDialogue(Dialogue):
         self.done = True
         self.user.stopped = True
         if hotel is None:
-            return ToolResult(f"User: I don't see a hotel called {answer[:60]!r}. Never mind, "
-                              "I'll book it myself.", scores={"outcome": 0.0}, stop=True)
+            return ToolResult(
+                f"User: I don't see a hotel called {answer[:60]!r}. Never mind, "
+                "I'll book it myself.",
+                scores={"outcome": 0.0},
+                stop=True,
+            )
         self.chosen = hotel.id
         fit = _satisfies(hotel, self.prefs)
         weights = {f.id: f.importance for f in self.user.facts.values()}  # type: ignore[attr-defined]
@@ -248,8 +288,12 @@ class TravelDialogue(Dialogue):
         else:
             missed = [TOPICS[k][1] for k, ok in fit.items() if not ok]
             text = f"User: Hmm, {hotel.name} doesn't work for me ({', '.join(missed)}). Bye."
-        return ToolResult(text, scores={"outcome": 1.0 if self.success else 0.0,
-                                        "choice": partial}, stop=True, success=self.success)
+        return ToolResult(
+            text,
+            scores={"outcome": 1.0 if self.success else 0.0, "choice": partial},
+            stop=True,
+            success=self.success,
+        )
 
     def oracle(self) -> tuple[str, dict[str, Any]]:
         user = self.user
@@ -260,8 +304,11 @@ class TravelDialogue(Dialogue):
         if not self.searched_best:
             parts = []
             for key, want in self.prefs.items():
-                parts.append({"budget": f"under ${want}", "stars": f"{want} stars"}.get(
-                    key, str(want) if key == "area" else key))
+                parts.append(
+                    {"budget": f"under ${want}", "stars": f"{want} stars"}.get(
+                        key, str(want) if key == "area" else key
+                    )
+                )
             return "search", {"query": " ".join(parts)}
         return "answer", {"answer": self.best}
 

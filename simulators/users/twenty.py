@@ -12,7 +12,6 @@ import math
 from typing import Any
 
 import numpy as np
-
 from agentgym.simulators.users.core import Decision, Dialogue, Opening, ScriptedUser, ToolResult
 from agentgym.simulators.users.text import mentions
 
@@ -28,8 +27,10 @@ ATTRIBUTES: dict[str, tuple[tuple[str, ...], str]] = {
     "big": (("big", "large", "huge", "bigger", "larger"), "Is it bigger than a person?"),
     "wild": (("wild",), "Is it found in the wild?"),
     "food": (("eat", "edible", "food", "eaten"), "Do people eat it?"),
-    "electronic": (("electronic", "electric", "electricity", "battery", "plug", "device"),
-                   "Is it electronic?"),
+    "electronic": (
+        ("electronic", "electric", "electricity", "battery", "plug", "device"),
+        "Is it electronic?",
+    ),
     "metal": (("metal", "metallic", "steel", "iron"), "Is it made of metal?"),
     "household": (("home", "house", "household", "kitchen"), "Is it found in most homes?"),
     "wheels": (("wheel",), "Does it have wheels?"),
@@ -104,12 +105,21 @@ class GuessingUser(ScriptedUser):
         names = [n for n in NAMES if mentions(message, n)]
         attrs = [a for a, (kw, _) in ATTRIBUTES.items() if words.intersection(kw)]
         if len(names) + len(attrs) > 1:
-            return Decision("One question at a time, please. I can only answer yes or no.",
-                            scores={"penalty": -1.0}, flags=("stuffing",))
+            return Decision(
+                "One question at a time, please. I can only answer yes or no.",
+                scores={"penalty": -1.0},
+                flags=("stuffing",),
+            )
         if not names and not attrs:
-            return Decision(self.choose(("Maybe. Ask me a yes-or-no question about it.",
-                                         "I'm not sure. I can only answer yes or no.")),
-                            flags=("no_topic",))
+            return Decision(
+                self.choose(
+                    (
+                        "Maybe. Ask me a yes-or-no question about it.",
+                        "I'm not sure. I can only answer yes or no.",
+                    )
+                ),
+                flags=("no_topic",),
+            )
         before = len(self.candidates())
         if names:
             name = names[0]
@@ -124,11 +134,15 @@ class GuessingUser(ScriptedUser):
             key = f"attr:{attr}"
             repeat = attr in self.asked
             self.asked[attr] = yes
-            text = self.choose(("Yes.", "Yes, it is.")) if yes else self.choose(
-                ("No.", "No, it isn't."))
+            text = (
+                self.choose(("Yes.", "Yes, it is."))
+                if yes
+                else self.choose(("No.", "No, it isn't."))
+            )
         if repeat:
-            return Decision("I already told you: " + text, scores={"penalty": -0.25},
-                            flags=("repeat",))
+            return Decision(
+                "I already told you: " + text, scores={"penalty": -0.25}, flags=("repeat",)
+            )
         after = len(self.candidates())
         gain = math.log2(before / max(after, 1)) / math.log2(len(THINGS))
         return Decision(text, revealed=(key,), scores={"info": gain})
@@ -140,8 +154,11 @@ class GuessingUser(ScriptedUser):
         return (self.secret,) if self.secret in self.named else ()
 
     def state(self) -> Any:
-        return {"stopped": self.stopped, "asked": sorted(self.asked.items()),
-                "named": sorted(self.named)}
+        return {
+            "stopped": self.stopped,
+            "asked": sorted(self.asked.items()),
+            "named": sorted(self.named),
+        }
 
 
 class TwentyQuestionsDialogue(Dialogue):
@@ -158,18 +175,25 @@ class TwentyQuestionsDialogue(Dialogue):
         self.searched = False
         self.guess: str | None = None
         self.success = self.done = False
-        text = self.user.choose(("I'm thinking of something. Ask me yes-or-no questions!",
-                                 "I've got something in mind. Go ahead, ask yes or no."))
-        instruction = ("The user is thinking of a thing. Ask yes/no questions (one per turn) "
-                       "and answer with its name.")
+        text = self.user.choose(
+            (
+                "I'm thinking of something. Ask me yes-or-no questions!",
+                "I've got something in mind. Go ahead, ask yes or no.",
+            )
+        )
+        instruction = (
+            "The user is thinking of a thing. Ask yes/no questions (one per turn) "
+            "and answer with its name."
+        )
         return Opening(instruction, text)
 
     def search(self, query: str) -> ToolResult:
         first = not self.searched
         self.searched = True
         hits = [n for n in NAMES if mentions(query, n)] or list(NAMES)
-        return ToolResult("Possible things: " + ", ".join(hits) + ".",
-                          scores={"search": 1.0 if first else 0.0})
+        return ToolResult(
+            "Possible things: " + ", ".join(hits) + ".", scores={"search": 1.0 if first else 0.0}
+        )
 
     def answer(self, answer: str) -> ToolResult:
         named = [n for n in NAMES if mentions(answer, n)]
@@ -183,8 +207,9 @@ class TwentyQuestionsDialogue(Dialogue):
             text = "User: You can only guess one thing. Game over - you lose."
         else:
             text = "User: No, that's not it. Game over - you lose."
-        return ToolResult(text, scores={"outcome": 1.0 if self.success else 0.0}, stop=True,
-                          success=self.success)
+        return ToolResult(
+            text, scores={"outcome": 1.0 if self.success else 0.0}, stop=True, success=self.success
+        )
 
     def oracle(self) -> tuple[str, dict[str, Any]]:
         user = self.user

@@ -30,8 +30,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from agentgym.error import DependencyMissingError, InvalidConfigError
 from agentgym.simulators.users.text import mentions, mentions_number, normalise
+
+from agentgym.error import DependencyMissingError, InvalidConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +106,9 @@ class Guard:
             if value in request.allowed or not normalise(value):
                 continue
             if _mentions_value(reply, value) and not _mentions_value(request.template, value):
-                return GuardResult(request.template, False, f"leaked an unreleased fact ({value!r})")
+                return GuardResult(
+                    request.template, False, f"leaked an unreleased fact ({value!r})"
+                )
         return GuardResult(reply.strip(), True)
 
 
@@ -286,7 +289,10 @@ class ReplayCache:
     MODES = ("record", "replay", "auto")
 
     def __init__(
-        self, path: str | os.PathLike[str], backend: WordingBackend | None = None, mode: str = "auto"
+        self,
+        path: str | os.PathLike[str],
+        backend: WordingBackend | None = None,
+        mode: str = "auto",
     ):
         if mode not in self.MODES:
             raise InvalidConfigError(f"mode must be one of {self.MODES}, got {mode!r}.")

@@ -5,19 +5,28 @@ from __future__ import annotations
 from itertools import combinations
 
 import pytest
-
-from agentgym.agents.scripted import OraclePolicy
 from agentgym.envs.users.credit import credit_turns, score_trajectory
-from agentgym.error import InvalidConfigError
-from agentgym.evaluation import evaluate, pass_at_k, pass_hat_k, user_seed_for
 from agentgym.simulators.users import Fact, FactUser
 from agentgym.simulators.users.text import is_foreign, is_injection, numbers, tokens
 
+from agentgym.agents.scripted import OraclePolicy
+from agentgym.error import InvalidConfigError
+from agentgym.evaluation import evaluate, pass_at_k, pass_hat_k, user_seed_for
+
 FACTS = [
-    Fact("budget", "160", ("budget", "price"), ("My budget is $160.",), ("I can pay 160.",),
-         2.0, "What is your budget?", "the price"),
-    Fact("area", "beach", ("area", "where"), ("Near the beach.",), (), 1.0,
-         "Which area?", "the area"),
+    Fact(
+        "budget",
+        "160",
+        ("budget", "price"),
+        ("My budget is $160.",),
+        ("I can pay 160.",),
+        2.0,
+        "What is your budget?",
+        "the price",
+    ),
+    Fact(
+        "area", "beach", ("area", "where"), ("Near the beach.",), (), 1.0, "Which area?", "the area"
+    ),
     Fact("pets", "dog", ("pet", "dog"), ("I bring my dog.",), (), 1.0, "Pets?", "my dog"),
 ]
 
@@ -119,8 +128,11 @@ class _Flaky:
 
         env = inputs[0].env
         if env.user_seed % 2:
-            return [Generation('<tool_call>{"name": "answer", "arguments": {"answer": "x"}}'
-                               "</tool_call>")]
+            return [
+                Generation(
+                    '<tool_call>{"name": "answer", "arguments": {"answer": "x"}}</tool_call>'
+                )
+            ]
         return [Generation(env.oracle_action())]
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import gymnasium as gym
 import pytest
-from conftest import SINGLE_IDS, oracle, run_episode, talk
+from agentgym.envs.users.seats import scripted_user_policy
+from agentgym.wrappers.seats import SeatAsEnv
+from users_helpers import SINGLE_IDS, oracle, run_episode, talk
 
 import agentgym
-from agentgym.envs.users.seats import scripted_user_policy
 from agentgym.testing import check_multi_agent_env
-from agentgym.wrappers.seats import SeatAsEnv
 
 MULTI_IDS = sorted(r.id for r in agentgym.list_envs("users", multi_agent=True))
 
@@ -63,11 +63,11 @@ def test_user_seat_reply_is_used_but_a_leak_is_replaced_by_the_template():
 def test_user_seat_as_a_gym_env_with_the_oracle_assistant():
     penv = agentgym.make_multi("agentgym/UserIntentionSeats-v0")
     env = SeatAsEnv(penv, "user", {"assistant": penv.oracle_assistant_policy})
-    obs, info = env.reset(seed=1)
+    obs, _ = env.reset(seed=1)
     assert "hidden profile" in obs["text"]
     total = 0.0
     for _ in range(30):
-        obs, reward, terminated, truncated, info = env.step("Sure, happy to help with that.")
+        obs, reward, terminated, truncated, _info = env.step("Sure, happy to help with that.")
         total += reward
         if terminated or truncated:
             break
@@ -84,14 +84,15 @@ def test_negotiation_scripted_seats_reach_deals_and_rewards_are_shares():
         policies = {seat: env.scripted_policy(seat) for seat in env.possible_agents}
         while env.agents:
             actions = {s: policies[s](obs[s], infos[s]) for s in env.agents}
-            obs, rewards, terms, truncs, infos = env.step(actions)
+            obs, rewards, _terms, _truncs, infos = env.step(actions)
         if infos["assistant"]["success"]:
             deals += 1
             game = env.game
             for seat in env.possible_agents:
                 assert rewards[seat] == pytest.approx(game.worth(seat, game.deal[seat]) / 10)
-            assert sum(game.deal["assistant"][k] + game.deal["user"][k]
-                       for k in game.counts) == sum(game.counts.values())
+            assert sum(
+                game.deal["assistant"][k] + game.deal["user"][k] for k in game.counts
+            ) == sum(game.counts.values())
     assert deals >= 15
 
 
@@ -109,6 +110,8 @@ def test_negotiation_rejects_impossible_proposals_and_out_of_turn_moves():
 
 
 def test_negotiation_same_seed_same_game():
-    a, b = agentgym.make_multi("agentgym/Negotiation-v0"), agentgym.make_multi(
-        "agentgym/Negotiation-v0")
+    a, b = (
+        agentgym.make_multi("agentgym/Negotiation-v0"),
+        agentgym.make_multi("agentgym/Negotiation-v0"),
+    )
     assert a.reset(seed=3)[0] == b.reset(seed=3)[0]

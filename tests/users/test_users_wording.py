@@ -6,12 +6,10 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import gymnasium as gym
 import pytest
-from conftest import oracle, run_episode, talk
-
-from agentgym.error import InvalidConfigError
 from agentgym.simulators.users import (
     Guard,
     OpenAICompatibleWording,
@@ -20,6 +18,9 @@ from agentgym.simulators.users import (
     WordingRequest,
 )
 from agentgym.simulators.users.wording import validate_topic_ids, word_reply
+from users_helpers import oracle, run_episode, talk
+
+from agentgym.error import InvalidConfigError
 
 REQ = WordingRequest(
     persona="a traveller",
@@ -116,13 +117,14 @@ def test_env_dialogue_is_reproducible_through_the_replay_cache(tmp_path: Path):
 class _FakeChatServer(BaseHTTPRequestHandler):
     """A tiny OpenAI-compatible /v1/chat/completions server on 127.0.0.1."""
 
-    replies: list[str] = []
-    seen: list[dict] = []
+    replies: ClassVar[list[str]] = []
+    seen: ClassVar[list[dict]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).seen.append({"path": self.path, "auth": self.headers.get("Authorization"),
-                                **body})
+        type(self).seen.append(
+            {"path": self.path, "auth": self.headers.get("Authorization"), **body}
+        )
         reply = type(self).replies.pop(0) if type(self).replies else "500"
         if reply == "500":
             self.send_response(500)
@@ -204,16 +206,26 @@ def test_transformers_backend_with_a_tiny_random_model():
     from agentgym.simulators.users import TransformersWording
 
     words = ["[UNK]", "[PAD]", "my", "budget", "is", "160", "beach", "a", "night", "ok"]
-    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({w: i for i, w in enumerate(words)},
-                                                           unk_token="[UNK]"))
+    tok = tokenizers.Tokenizer(
+        tokenizers.models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]")
+    )
     tok.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
-    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]",
-                                                pad_token="[PAD]")
+    fast = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]"
+    )
     torch.manual_seed(0)
-    config = transformers.GPT2Config(vocab_size=len(words), n_positions=512, n_embd=16,
-                                     n_layer=1, n_head=2, bos_token_id=1, eos_token_id=1)
-    backend = TransformersWording(model=transformers.GPT2LMHeadModel(config), tokenizer=fast,
-                                  max_new_tokens=6)
+    config = transformers.GPT2Config(
+        vocab_size=len(words),
+        n_positions=512,
+        n_embd=16,
+        n_layer=1,
+        n_head=2,
+        bos_token_id=1,
+        eos_token_id=1,
+    )
+    backend = TransformersWording(
+        model=transformers.GPT2LMHeadModel(config), tokenizer=fast, max_new_tokens=6
+    )
     reply = backend.word(REQ)
     assert isinstance(reply, str)
     assert backend.word(REQ) == reply  # greedy decoding: deterministic
