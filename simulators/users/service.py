@@ -154,6 +154,7 @@ class Store:
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
         self.authenticated: str | None = None
+        self._dump: tuple[int, tuple[tuple[Any, ...], ...]] | None = None
 
     @classmethod
     def empty(cls) -> Store:
@@ -172,12 +173,19 @@ class Store:
         self.conn.close()
 
     def dump(self) -> tuple[tuple[Any, ...], ...]:
-        """Every row of every table, sorted: the state compared with the goal."""
+        """Every row of every table, sorted: the state compared with the goal.
+
+        Cached until the next write (``total_changes`` counts every changed row).
+        """
+        changes = self.conn.total_changes
+        if self._dump is not None and self._dump[0] == changes:
+            return self._dump[1]
         rows: list[tuple[Any, ...]] = []
         for table in ("users", "orders", "items"):
             cur = self.conn.execute(f"SELECT * FROM {table} ORDER BY 1")
             rows.extend((table, *r) for r in cur.fetchall())
-        return tuple(rows)
+        self._dump = (changes, tuple(rows))
+        return self._dump[1]
 
     def _order(self, order_id: str) -> tuple[str, str, str, float]:
         if self.authenticated is None:

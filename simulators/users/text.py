@@ -8,6 +8,7 @@ empty, huge, foreign-language and prompt-injection messages the same way.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 _WORD_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _NUMBER_RE = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w])")
@@ -75,6 +76,12 @@ def mentions(text: str, value: str) -> bool:
         return False
     hay = f" {normalise(text)} "
     return f" {needle} " in hay
+
+
+def mentioned(text: str, values: Sequence[str]) -> list[str]:
+    """The ``values`` that appear in ``text`` as whole words (``text`` normalised once)."""
+    hay = f" {normalise(text)} "
+    return [v for v in values if (n := normalise(v)) and f" {n} " in hay]
 
 
 def mentions_number(text: str, value: float) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 from agentgym.simulators.users.core import Decision, Dialogue, Opening, ScriptedUser, ToolResult
-from agentgym.simulators.users.text import mentions
+from agentgym.simulators.users.text import mentioned
 
 #: attribute -> (keywords, the question an oracle asks)
 ATTRIBUTES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -102,7 +102,7 @@ class GuessingUser(ScriptedUser):
 
     def _decide(self, message: str, toks: list[str]) -> Decision:
         words = set(toks)
-        names = [n for n in NAMES if mentions(message, n)]
+        names = mentioned(message, NAMES)
         attrs = [a for a, (kw, _) in ATTRIBUTES.items() if words.intersection(kw)]
         if len(names) + len(attrs) > 1:
             return Decision(
@@ -190,13 +190,13 @@ class TwentyQuestionsDialogue(Dialogue):
     def search(self, query: str) -> ToolResult:
         first = not self.searched
         self.searched = True
-        hits = [n for n in NAMES if mentions(query, n)] or list(NAMES)
+        hits = mentioned(query, NAMES) or list(NAMES)
         return ToolResult(
             "Possible things: " + ", ".join(hits) + ".", scores={"search": 1.0 if first else 0.0}
         )
 
     def answer(self, answer: str) -> ToolResult:
-        named = [n for n in NAMES if mentions(answer, n)]
+        named = mentioned(answer, NAMES)
         self.guess = named[0] if len(named) == 1 else answer[:40]
         self.success = named == [self.secret]
         self.done = True
