@@ -20,11 +20,9 @@ _INJECTION_RE = re.compile(
     r"ignore\s+(?:all\s+|any\s+|your\s+|the\s+|previous\s+|prior\s+|above\s+)*"
     r"(?:instructions|rules|prompt|directions)"
     r"|system\s+prompt|developer\s+mode|you\s+are\s+now\b|jailbreak"
-    r"|(?:reveal|print|dump|show|list)\s+(?:me\s+)?(?:all\s+|every\s+)?(?:of\s+)?"
-    r"(?:your|the)\s+(?:hidden|secret|private|preferences|details|profile|goal|instructions|answer)"
-    r"|tell\s+me\s+(?:all\s+)?(?:of\s+)?your\s+(?:hidden\s+|secret\s+)?"
-    r"(?:preferences|details|profile|instructions|secrets?|goals?)\s*(?:$|[.!?,])"
-    r"|hidden\s+(?:answer|preferences|facts|goal)",
+    r"|(?:reveal|print|dump|show|tell\s+me)\s+(?:me\s+)?(?:all\s+|every\s+)?(?:of\s+)?"
+    r"(?:your|the)\s+(?:hidden|secret|private|instructions|system)"
+    r"|hidden\s+(?:answer|preferences|facts|goal|profile)",
     re.IGNORECASE,
 )
 
