@@ -247,7 +247,9 @@ class NegotiationParallelEnv(ParallelEnv):
         truncs = {a: truncated for a in self.possible_agents}
         return obs, rewards, terms, truncs, infos
 
-    def scripted_policy(self, seat: str, **kwargs: Any) -> Callable[[Any, Any], str]:
+    def scripted_policy(
+        self, seat: str, *, accept_share: float = 0.5, ask_share: float = 0.6
+    ) -> Callable[[Any, Any], str]:
         """A seat policy playing :func:`scripted_negotiator` for ``seat`` in this env.
 
         It reads only that seat's own values (through the game), never the partner's.
@@ -256,7 +258,9 @@ class NegotiationParallelEnv(ParallelEnv):
         def policy(obs: Any, info: Any) -> str:
             if self.game is None:
                 return render_tool_call("talk", {"message": "Let's make a deal."})
-            name, args = scripted_negotiator(self.game, seat, **kwargs)
+            name, args = scripted_negotiator(
+                self.game, seat, accept_share=accept_share, ask_share=ask_share
+            )
             return render_tool_call(name, args)
 
         return policy

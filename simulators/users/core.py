@@ -374,7 +374,7 @@ class Dialogue:
     #: One line about what the answer should contain.
     answer_help: str = "Give your final answer."
 
-    def __init__(self, wording: WordingBackend | None = None, **options: Any):
+    def __init__(self, wording: WordingBackend | None = None):
         self.wording = wording
         self.user: ScriptedUser
         self.success = False

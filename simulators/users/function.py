@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from agentgym.simulators.users.core import Decision, Dialogue, Opening, ScriptedUser, ToolResult
 from agentgym.simulators.users.text import numbers
+from agentgym.simulators.users.wording import WordingBackend
 
 FAMILIES = (
     "linear: f(x) = a*x + b",
@@ -48,9 +49,18 @@ class FunctionUser(ScriptedUser):
 
     max_useful_probes = 4
 
-    def __init__(self, fn: Callable[[int], int], target: int, **kwargs: Any):
+    def __init__(
+        self,
+        fn: Callable[[int], int],
+        target: int,
+        *,
+        wording: WordingBackend | None = None,
+        patience: int = 8,
+    ):
         super().__init__(
-            "Someone holding a secret function; answers one input at a time.", **kwargs
+            "Someone holding a secret function; answers one input at a time.",
+            wording=wording,
+            patience=patience,
         )
         self.fn = fn
         self.target = target

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 from agentgym.simulators.users.core import Decision, Dialogue, Opening, ScriptedUser, ToolResult
+from agentgym.simulators.users.wording import WordingBackend
 
 ARG_TYPES = ("evidence", "expert", "benefit", "emotion", "social")
 
@@ -81,9 +82,19 @@ class PersuadeeUser(ScriptedUser):
     """A user whose stance moves on argument types, evidence and pressure."""
 
     def __init__(
-        self, stance: float, sensitivity: dict[str, float], evidence: dict[str, str], **kwargs: Any
+        self,
+        stance: float,
+        sensitivity: dict[str, float],
+        evidence: dict[str, str],
+        *,
+        wording: WordingBackend | None = None,
+        patience: int = 8,
     ):
-        super().__init__("A sceptical person being persuaded; polite but hard to move.", **kwargs)
+        super().__init__(
+            "A sceptical person being persuaded; polite but hard to move.",
+            wording=wording,
+            patience=patience,
+        )
         self.start_stance = stance
         self.stance = stance
         self.sensitivity = sensitivity

@@ -37,6 +37,7 @@ from agentgym.simulators.users.core import (
     UserTurn,
 )
 from agentgym.simulators.users.text import mentions_number, tokens
+from agentgym.simulators.users.wording import WordingBackend
 
 from agentgym.parsing import Tool
 
@@ -321,9 +322,19 @@ def build_store(rng: np.random.Generator) -> Store:
 class CustomerUser(FactUser):
     """A customer who reveals account and order facts when asked and ends only when served."""
 
-    def __init__(self, dialogue: ServiceDialogue, facts: list[Fact], **kwargs: Any):
+    def __init__(
+        self,
+        dialogue: ServiceDialogue,
+        facts: list[Fact],
+        *,
+        wording: WordingBackend | None = None,
+        patience: int = 8,
+    ):
         super().__init__(
-            "A customer contacting an online shop; brief and a bit impatient.", facts, **kwargs
+            "A customer contacting an online shop; brief and a bit impatient.",
+            facts,
+            wording=wording,
+            patience=patience,
         )
         self.dialogue = dialogue
         self.heard: set[str] = set()

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from agentgym.simulators.users.core import Decision, Dialogue, Opening, ScriptedUser, ToolResult
 from agentgym.simulators.users.text import mentioned
+from agentgym.simulators.users.wording import WordingBackend
 
 #: attribute -> (keywords, the question an oracle asks)
 ATTRIBUTES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -79,8 +80,12 @@ NAMES = tuple(THINGS)
 class GuessingUser(ScriptedUser):
     """Answers yes/no questions about a secret thing, one attribute per question."""
 
-    def __init__(self, secret: str, **kwargs: Any):
-        super().__init__("Someone playing twenty questions; answers only yes or no.", **kwargs)
+    def __init__(self, secret: str, *, wording: WordingBackend | None = None, patience: int = 8):
+        super().__init__(
+            "Someone playing twenty questions; answers only yes or no.",
+            wording=wording,
+            patience=patience,
+        )
         self.secret = secret
         self.asked: dict[str, bool] = {}
         self.named: set[str] = set()
