@@ -15,7 +15,8 @@ Observations
 
 Actions
     ``talk(message)``, ``search(query)`` (e.g. ``"beach under $160 4 stars pets"``),
-    ``answer(answer)`` with a hotel id (``"H4"``) ends the episode.
+    ``answer(answer)`` naming exactly one hotel (its id ``"H4"`` or its name) ends the
+    episode; naming none or several gets a request to pick one and the episode goes on.
 
 Rewards (component: default weight)
     * ``info`` (1.0): importance-weighted share of the preferences released this turn.

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 from agentgym.simulators.users.core import Dialogue, Fact, FactUser, Opening, ToolResult
-from agentgym.simulators.users.text import normalise, numbers, tokens
+from agentgym.simulators.users.text import mentioned, normalise, numbers, tokens
 
 CITIES = ("Lisbon", "Kyoto", "Vienna", "Montreal", "Cape Town", "Valencia", "Oslo", "Seoul")
 AREAS = ("old town", "beach", "airport", "business district", "university quarter")
@@ -267,17 +267,19 @@ class TravelDialogue(Dialogue):
         return ToolResult(head + ":\n" + "\n".join(h.line() for h in ranked), scores=scores)
 
     def answer(self, answer: str) -> ToolResult:
-        pick = answer.strip().upper().strip("[]. ")
-        hotel = next((h for h in self.hotels if h.id == pick or h.name.upper() == pick), None)
+        ids = {f"H{n}" for n in re.findall(r"\bH(\d{1,2})\b", answer.upper())}
+        named = set(mentioned(answer, [h.name for h in self.hotels]))
+        picks = [h for h in self.hotels if h.id in ids or h.name in named]
+        if len(picks) != 1:
+            # Unclear: the traveller asks again and the episode goes on (the turn is spent).
+            what = "several hotels" if picks else "no hotel I can find"
+            return ToolResult(
+                f"User: That names {what}. Which one hotel should I book? Give me its id.",
+                flags=("unclear_answer",),
+            )
+        hotel = picks[0]
         self.done = True
         self.user.stopped = True
-        if hotel is None:
-            return ToolResult(
-                f"User: I don't see a hotel called {answer[:60]!r}. Never mind, "
-                "I'll book it myself.",
-                scores={"outcome": 0.0},
-                stop=True,
-            )
         self.chosen = hotel.id
         fit = _satisfies(hotel, self.prefs)
         weights = {f.id: f.importance for f in self.user.facts.values()}  # type: ignore[attr-defined]

@@ -184,3 +184,29 @@ def test_turn_credit_options_report_one_credit_per_turn(mode):
 def test_unknown_credit_mode_is_a_typed_error():
     with pytest.raises(InvalidConfigError, match="turn_credit"):
         gym.make("agentgym/UserTravel-v0", turn_credit="bogus")
+
+
+def test_huge_answers_and_searches_never_raise(env_id):
+    env = gym.make(env_id)
+    env.reset(seed=2)
+    big = "budget? " + "x" * 100_000
+    obs, _, _, _, info = env.step(render_tool_call("search", {"query": big}))
+    assert info["action_valid"] is True and len(obs["text"]) < 5_000
+    obs, _, _, _, info = env.step(render_tool_call("answer", {"answer": big}))
+    assert info["action_valid"] is True
+    assert info.get("success", False) is False
+
+
+@pytest.mark.parametrize(
+    ("answer", "ends"),
+    [("I'd book H{best} for you.", True), ("Either H1 or H2.", False), ("no idea", False)],
+)
+def test_travel_answer_must_name_exactly_one_hotel(answer, ends):
+    env = gym.make("agentgym/UserTravel-v0")
+    env.reset(seed=0)
+    best = env.unwrapped.dialogue.best[1:]
+    _, _, terminated, _, info = env.step(
+        render_tool_call("answer", {"answer": answer.format(best=best)})
+    )
+    assert terminated is ends
+    assert info.get("success", False) is ends
