@@ -252,6 +252,15 @@ class UserDialogueEnv(AgentEnv):
         blob = f"{self._task_id}|{self.dialogue.state_digest()}"
         return hashlib.blake2b(blob.encode(), digest_size=16).hexdigest()
 
+    def admissible_actions(self) -> list[str] | None:
+        """Ready action strings where the dialogue's useful moves are finite (else None)."""
+        if self.dialogue is None:
+            return None
+        moves = self.dialogue.admissible()
+        if moves is None:
+            return None
+        return [render_tool_call(name, args) for name, args in moves]
+
     def close(self) -> None:
         """Close the current dialogue (its database, if any). Safe to call twice."""
         if self.dialogue is not None:

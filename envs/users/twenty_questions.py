@@ -15,6 +15,8 @@ Observations
 
 Actions
     ``talk(message)``, ``search(query)``, ``answer(answer)`` (one guess; ends the game).
+    ``info["admissible_actions"]`` lists the attribute questions not asked yet and a guess
+    of each of the 26 things.
 
 Rewards (component: default weight)
     * ``info`` (1.0): information of each new answer, ``log2(before/after) / log2(26)`` over

@@ -401,6 +401,13 @@ class Dialogue:
         """The privileged scripted policy's next move: (tool name, arguments)."""
         raise NotImplementedError
 
+    def admissible(self) -> list[tuple[str, dict[str, Any]]] | None:
+        """The useful moves as (tool, arguments) when they form a finite set, else None.
+
+        Computed from public information only (never the hidden facts).
+        """
+        return None
+
     def state(self) -> Any:
         """A JSON-able, history-free state (digested into the env's state_key)."""
         return self.user.state()

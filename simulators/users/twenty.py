@@ -234,6 +234,18 @@ class TwentyQuestionsDialogue(Dialogue):
             return "answer", {"answer": self.secret}
         return "talk", {"message": ATTRIBUTES[best][1]}
 
+    def admissible(self) -> list[tuple[str, dict[str, Any]]] | None:
+        """Every attribute question not asked yet, then a guess of each thing."""
+        user = self.user
+        assert isinstance(user, GuessingUser)
+        moves: list[tuple[str, dict[str, Any]]] = [
+            ("talk", {"message": question})
+            for attr, (_, question) in ATTRIBUTES.items()
+            if attr not in user.asked
+        ]
+        moves += [("answer", {"answer": name}) for name in NAMES]
+        return moves
+
     def user_profile(self) -> str:
         attrs = ", ".join(sorted(THINGS[self.secret])) or "none"
         return f"You are thinking of: {self.secret} (true attributes: {attrs})."

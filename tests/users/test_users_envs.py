@@ -210,3 +210,16 @@ def test_travel_answer_must_name_exactly_one_hotel(answer, ends):
     )
     assert terminated is ends
     assert info.get("success", False) is ends
+
+
+def test_twenty_questions_lists_admissible_moves_without_leaking_the_secret():
+    env = gym.make("agentgym/UserTwentyQuestions-v0")
+    _, info = env.reset(seed=0)
+    first = info["admissible_actions"]
+    assert len(first) == 18 + 26
+    _, _, _, _, info = env.step(first[0])
+    assert len(info["admissible_actions"]) == 17 + 26
+    other = gym.make("agentgym/UserTwentyQuestions-v0")
+    _, info_b = other.reset(seed=1)
+    assert env.unwrapped.dialogue.secret != other.unwrapped.dialogue.secret
+    assert info_b["admissible_actions"] == first  # the same list whatever the secret
