@@ -9,6 +9,7 @@ credited per-turn rewards and the trajectory score when an episode ends
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -34,6 +35,12 @@ def _text_tool(name: str, description: str, arg: str, arg_help: str) -> Tool:
             "additionalProperties": False,
         },
     )
+
+
+@functools.lru_cache(maxsize=8192)
+def _render(name: str, args: tuple[tuple[str, Any], ...]) -> str:
+    """``render_tool_call`` memoised: admissible lists repeat the same moves every step."""
+    return render_tool_call(name, dict(args))
 
 
 TALK_TOOL = _text_tool(
@@ -259,7 +266,7 @@ class UserDialogueEnv(AgentEnv):
         moves = self.dialogue.admissible()
         if moves is None:
             return None
-        return [render_tool_call(name, args) for name, args in moves]
+        return [_render(name, tuple(sorted(args.items()))) for name, args in moves]
 
     def close(self) -> None:
         """Close the current dialogue (its database, if any). Safe to call twice."""
