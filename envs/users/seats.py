@@ -67,6 +67,7 @@ class UserSeatsParallelEnv(ParallelEnv):
 
     metadata: ClassVar[dict[str, Any]] = {
         "name": "agentgym_user_seats",
+        "family": "users",
         "render_modes": [],
         "is_parallelizable": True,
     }

@@ -48,6 +48,8 @@ class Fact:
         importance: Weight in rewards (intention envs weigh details).
         question: A question that earns it (what oracle policies ask).
         topic: A short human name of the topic, used in hints (``"the budget"``).
+        hint: Whether a nudge may name the topic. False where naming the topic gives the
+            value away (a yes/no preference such as "parking").
     """
 
     id: str
@@ -58,6 +60,7 @@ class Fact:
     importance: float = 1.0
     question: str = ""
     topic: str = ""
+    hint: bool = True
 
 
 @dataclass(frozen=True)
@@ -326,7 +329,7 @@ class FactUser(ScriptedUser):
 
     def nudge(self) -> str:
         """A reply to a message that asks about nothing the user holds."""
-        hidden = [f for f in self.facts.values() if f.id not in self.revealed]
+        hidden = [f for f in self.facts.values() if f.id not in self.revealed and f.hint]
         if hidden and self.rng.random() < 0.5:
             topic = self.choose([f.topic or f.id for f in hidden])
             return f"Hmm, I'm not sure what you're asking. I do care about {topic}, though."

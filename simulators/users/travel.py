@@ -140,7 +140,8 @@ def _facts(prefs: Mapping[str, Any], importance: Mapping[str, float]) -> list[Fa
                 "parking": ("We're coming by car and need somewhere to park it.",),
                 "pool": ("Swimming every morning in a pool is a must for me.",),
             }[key]
-        facts.append(Fact(key, value, kw, direct, indirect, importance[key], question, topic))
+        hint = key in ("area", "budget", "stars")  # naming a yes/no topic would give it away
+        facts.append(Fact(key, value, kw, direct, indirect, importance[key], question, topic, hint))
     return facts
 
 

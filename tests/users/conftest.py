@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+
+# The test modules import ``users_helpers`` from this folder whatever pytest's import mode.
+sys.path.insert(0, str(Path(__file__).parent))
+
 from users_helpers import SINGLE_IDS
 
 

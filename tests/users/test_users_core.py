@@ -8,6 +8,8 @@ import pytest
 from agentgym.envs.users.credit import credit_turns, score_trajectory
 from agentgym.simulators.users import Fact, FactUser
 from agentgym.simulators.users.text import is_foreign, is_injection, numbers, tokens
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentgym.agents.scripted import OraclePolicy
 from agentgym.error import InvalidConfigError
@@ -27,7 +29,7 @@ FACTS = [
     Fact(
         "area", "beach", ("area", "where"), ("Near the beach.",), (), 1.0, "Which area?", "the area"
     ),
-    Fact("pets", "dog", ("pet", "dog"), ("I bring my dog.",), (), 1.0, "Pets?", "my dog"),
+    Fact("pets", "dog", ("pet", "dog"), ("I bring my dog.",), (), 1.0, "Pets?", "my dog", False),
 ]
 
 
@@ -63,6 +65,14 @@ def test_screens_reveal_nothing(message, flag):
     assert turn.revealed == ()
     assert flag in turn.flags
     assert "160" not in turn.text and "beach" not in turn.text
+
+
+def test_nudges_name_hintable_topics_only():
+    topics = set()
+    for seed in range(40):
+        text = make_user(seed).respond("Tell me something nice.").text
+        topics |= {t for t in ("the price", "the area", "my dog") if t in text}
+    assert topics == {"the price", "the area"}  # never the yes/no fact "my dog"
 
 
 def test_nudges_name_topics_but_never_values_and_patience_runs_out():
@@ -172,3 +182,16 @@ def test_an_llm_topic_classifier_is_used_and_falls_back_to_keywords():
     broken.seed(0)
     assert broken.respond("What is your budget?").revealed == ("budget",)
     assert broken.classifier_errors == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300), st.integers(0, 1000))
+def test_any_text_reveals_only_facts_whose_keywords_it_contains(message, seed):
+    user = make_user(seed)
+    turn = user.respond(message)
+    words = set(tokens(message))
+    for fact_id in turn.revealed:
+        assert words.intersection(user.facts[fact_id].keywords)
+    for fact in FACTS:
+        if fact.id not in turn.revealed:
+            assert fact.value not in turn.text or fact.value in message
