@@ -12,6 +12,7 @@ from agentgym.simulators.users.core import (
     Opening,
     ScriptedUser,
     ToolResult,
+    UserScenario,
     UserTurn,
 )
 from agentgym.simulators.users.wording import (
@@ -37,6 +38,7 @@ __all__ = [
     "TemplateWording",
     "ToolResult",
     "TransformersWording",
+    "UserScenario",
     "UserTurn",
     "WordingBackend",
     "WordingRequest",

@@ -32,6 +32,7 @@ from agentgym.simulators.users.wording import (
     word_reply,
 )
 
+from agentgym.error import InvalidConfigError
 from agentgym.parsing import Tool
 
 
@@ -61,6 +62,14 @@ class Fact:
     question: str = ""
     topic: str = ""
     hint: bool = True
+
+
+@dataclass(frozen=True)
+class UserScenario:
+    """What a :class:`FactUser` hides: a persona and its facts."""
+
+    persona: str
+    facts: tuple[Fact, ...]
 
 
 @dataclass(frozen=True)
@@ -140,8 +149,25 @@ class ScriptedUser:
         self.stopped = False
         self.idle = 0
 
+    def reset(self, scenario: Any = None, seed: int = 0) -> None:
+        """Start a conversation: load ``scenario`` (if given) and seed the phrasing.
+
+        What a scenario is depends on the user (:class:`FactUser` takes a
+        :class:`UserScenario`); ``None`` keeps the one given to the constructor.
+        """
+        if scenario is not None:
+            self.load(scenario)
+        self.seed(seed)
+
+    def load(self, scenario: Any) -> None:
+        """Replace the hidden scenario (users that support it override this)."""
+        raise InvalidConfigError(
+            f"{type(self).__name__} takes its scenario in the constructor; "
+            "call reset(seed=...) without a scenario."
+        )
+
     def seed(self, seed: int) -> None:
-        """Reset the user's phrasing generator."""
+        """Reset the user's phrasing generator and per-conversation state."""
         self.rng = np.random.default_rng(seed)
         self.stopped = False
         self.idle = 0
@@ -274,6 +300,16 @@ class FactUser(ScriptedUser):
     def seed(self, seed: int) -> None:
         super().seed(seed)
         self.revealed = []
+
+    def load(self, scenario: Any) -> None:
+        """Take a new :class:`UserScenario` (persona and facts)."""
+        if not isinstance(scenario, UserScenario):
+            raise InvalidConfigError(
+                f"FactUser.reset needs a UserScenario, got {type(scenario).__name__}."
+            )
+        self.persona = scenario.persona
+        self.facts = {f.id: f for f in scenario.facts}
+        self.total_importance = float(sum(f.importance for f in scenario.facts)) or 1.0
 
     def match(self, message: str, toks: Sequence[str]) -> list[str]:
         """Ids of the facts a message asks about, in the facts' order."""

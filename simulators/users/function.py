@@ -128,7 +128,7 @@ class FunctionDialogue(Dialogue):
         self.formula, fn = make_function(rng)
         self.target = int(rng.integers(11, 40))
         self.user = FunctionUser(fn, self.target, wording=self.wording, patience=10)
-        self.user.seed(user_seed)
+        self.user.reset(seed=user_seed)
         self.fn = fn
         self.searched = False
         self.given: str | None = None

@@ -213,7 +213,7 @@ class IntentionDialogue(Dialogue):
             facts,
             wording=self.wording,
         )
-        self.user.seed(user_seed)
+        self.user.reset(seed=user_seed)
         self.searched = False
         self.score: float | None = None
         self.success = self.done = False

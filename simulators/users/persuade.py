@@ -199,7 +199,7 @@ class PersuadeDialogue(Dialogue):
         order = rng.permutation(len(ARG_TYPES))
         self.cards = {f"E{i + 1}": ARG_TYPES[int(j)] for i, j in enumerate(order)}
         self.user = PersuadeeUser(stance, sens, self.cards, wording=self.wording, patience=8)
-        self.user.seed(user_seed)
+        self.user.reset(seed=user_seed)
         self.searched = False
         self.success = self.done = False
         text = self.user.choose(

@@ -483,7 +483,7 @@ class ServiceDialogue(Dialogue):
                 )
             )
         self.user = CustomerUser(self, facts, wording=self.wording, patience=10)
-        self.user.seed(user_seed)
+        self.user.reset(seed=user_seed)
         self.false_claims = 0
         self.reached = False
         self.success = self.done = False

@@ -178,7 +178,7 @@ class TravelDialogue(Dialogue):
             _facts(prefs, importance),
             wording=self.wording,
         )
-        self.user.seed(user_seed)
+        self.user.reset(seed=user_seed)
         self.searched_best = False
         self.chosen: str | None = None
         self.success = self.done = False

@@ -176,7 +176,7 @@ class TwentyQuestionsDialogue(Dialogue):
         rng = np.random.default_rng(task_seed)
         self.secret = NAMES[int(rng.integers(len(NAMES)))]
         self.user = GuessingUser(self.secret, wording=self.wording, patience=10)
-        self.user.seed(user_seed)
+        self.user.reset(seed=user_seed)
         self.searched = False
         self.guess: str | None = None
         self.success = self.done = False

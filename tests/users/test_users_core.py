@@ -6,7 +6,7 @@ from itertools import combinations
 
 import pytest
 from agentgym.envs.users.credit import credit_turns, score_trajectory
-from agentgym.simulators.users import Fact, FactUser
+from agentgym.simulators.users import Fact, FactUser, UserScenario
 from agentgym.simulators.users.text import is_foreign, is_injection, numbers, tokens
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -35,7 +35,7 @@ FACTS = [
 
 def make_user(seed: int = 0) -> FactUser:
     user = FactUser("tester", FACTS, max_topics=1, patience=3)
-    user.seed(seed)
+    user.reset(seed=seed)
     return user
 
 
@@ -195,3 +195,13 @@ def test_any_text_reveals_only_facts_whose_keywords_it_contains(message, seed):
     for fact in FACTS:
         if fact.id not in turn.revealed:
             assert fact.value not in turn.text or fact.value in message
+
+
+def test_reset_takes_a_new_scenario_and_rejects_the_wrong_kind():
+    user = make_user()
+    user.respond("What is your budget?")
+    user.reset(UserScenario("other", (FACTS[1],)), seed=2)
+    assert user.revealed == [] and list(user.facts) == ["area"]
+    assert user.respond("Which area do you like?").revealed == ("area",)
+    with pytest.raises(InvalidConfigError):
+        user.reset(["not", "a", "scenario"], seed=0)
