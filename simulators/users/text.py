@@ -19,7 +19,8 @@ MAX_READ_CHARS = 2000
 _INJECTION_RE = re.compile(
     r"ignore\s+(?:all\s+|any\s+|your\s+|the\s+|previous\s+|prior\s+|above\s+)*"
     r"(?:instructions|rules|prompt|directions)"
-    r"|system\s+prompt|developer\s+mode|you\s+are\s+now\b|jailbreak"
+    r"|system\s+prompt|developer\s+mode|jailbreak"
+    r"|you\s+are\s+now\s+(?:an?\s+)?(?:ai|assistant|system|developer|unrestricted|dan)\b"
     r"|(?:reveal|print|dump|show|tell\s+me)\s+(?:me\s+)?(?:all\s+|every\s+)?(?:of\s+)?"
     r"(?:your|the)\s+(?:hidden|secret|private|instructions|system)"
     r"|hidden\s+(?:answer|preferences|facts|goal|profile)",
