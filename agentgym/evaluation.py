@@ -1,0 +1,178 @@
+"""Evaluation over repeated trials: pass@k and pass^k.
+
+Agents that talk to users are judged on *reliability*, not just one lucky run. Each task is
+played ``n`` times, each time with an independent user seed (the task - hidden facts,
+catalogue, database - stays the same; only the user's phrasing changes), and ``c`` of the
+``n`` trials succeed. Then, per task, with the unbiased estimators over ``n`` trials:
+
+* ``pass@k = 1 - C(n - c, k) / C(n, k)``: the chance that at least one of ``k`` trials
+  succeeds (capability);
+* ``pass^k = C(c, k) / C(n, k)``: the chance that all ``k`` trials succeed (consistency, as
+  in tau-bench).
+
+Both are averaged over tasks.
+
+Example:
+    >>> round(pass_at_k(n=4, c=1, k=2), 4), round(pass_hat_k(n=4, c=3, k=2), 4)
+    (0.5, 0.5)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from math import comb
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from agentgym.agents.base import Policy, PolicyInput
+from agentgym.error import InvalidConfigError
+
+__all__ = ["EvalReport", "TaskResult", "evaluate", "pass_at_k", "pass_hat_k", "user_seed_for"]
+
+
+def _check(n: int, c: int, k: int) -> None:
+    if not (0 <= c <= n and 1 <= k <= n):
+        raise InvalidConfigError(f"need 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}.")
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Chance that at least one of ``k`` trials drawn from ``n`` (``c`` successes) succeeds."""
+    _check(n, c, k)
+    if n - c < k:
+        return 1.0
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Chance that all ``k`` trials drawn from ``n`` (``c`` successes) succeed (pass^k)."""
+    _check(n, c, k)
+    return comb(c, k) / comb(n, k)
+
+
+def user_seed_for(seed: int, task_index: int, trial: int) -> int:
+    """The user seed of one trial: independent across trials and tasks, reproducible."""
+    state = np.random.SeedSequence([int(seed), int(task_index), int(trial)]).generate_state(1)
+    return int(state[0]) >> 1
+
+
+@dataclass
+class TaskResult:
+    """The trials of one task."""
+
+    task_id: str
+    successes: list[bool] = field(default_factory=list)
+    user_seeds: list[int] = field(default_factory=list)
+    returns: list[float] = field(default_factory=list)
+    sim_errors: int = 0
+
+    @property
+    def n(self) -> int:
+        return len(self.successes)
+
+    @property
+    def c(self) -> int:
+        return sum(self.successes)
+
+
+@dataclass
+class EvalReport:
+    """Per-task results and the pass@k / pass^k averages over tasks."""
+
+    tasks: list[TaskResult]
+    ks: tuple[int, ...]
+
+    def pass_at(self, k: int) -> float:
+        return float(np.mean([pass_at_k(t.n, t.c, k) for t in self.tasks]))
+
+    def pass_hat(self, k: int) -> float:
+        return float(np.mean([pass_hat_k(t.n, t.c, k) for t in self.tasks]))
+
+    @property
+    def success_rate(self) -> float:
+        return float(np.mean([t.c / t.n for t in self.tasks]))
+
+    def summary(self) -> dict[str, float]:
+        """``{"success": ..., "pass@1": ..., "pass^1": ..., ...}``."""
+        out = {"success": self.success_rate}
+        for k in self.ks:
+            out[f"pass@{k}"] = self.pass_at(k)
+            out[f"pass^{k}"] = self.pass_hat(k)
+        return out
+
+
+def _play(
+    env: gym.Env, policy: Policy, task_id: str, seed: int, user_seed: int, max_steps: int
+) -> tuple[bool, float, bool]:
+    obs, info = env.reset(seed=seed, options={"task_id": task_id, "user_seed": user_seed})
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": info.get("system_prompt", "")},
+        {"role": "user", "content": obs["text"]},
+    ]
+    total, sim_error = 0.0, False
+    for _ in range(max_steps):
+        gen = policy.act([PolicyInput(messages=list(messages), info=info, env=env.unwrapped)])[0]
+        obs, reward, terminated, truncated, step_info = env.step(gen.text)
+        info = {**info, **step_info}
+        total += float(reward)
+        sim_error = sim_error or bool(step_info.get("sim_error"))
+        messages += [
+            {"role": "assistant", "content": gen.text},
+            {"role": "user", "content": obs["text"]},
+        ]
+        if terminated or truncated:
+            return bool(step_info.get("success", False)), total, sim_error
+    return False, total, sim_error
+
+
+def evaluate(
+    env: str | gym.Env | Callable[[], gym.Env],
+    policy: Policy,
+    *,
+    tasks: Sequence[str] | int = 10,
+    n: int = 4,
+    ks: Sequence[int] = (1, 2, 4),
+    seed: int = 0,
+    max_steps: int = 100,
+) -> EvalReport:
+    """Play every task ``n`` times with independent user seeds; report pass@k and pass^k.
+
+    Args:
+        env: An env id, an env, or a factory. Envs that take ``options["user_seed"]`` (the
+            user envs) vary only the user between trials; others ignore it.
+        policy: Any :class:`agentgym.agents.Policy` (called with one input per turn; the
+            ``PolicyInput.env`` field is set for privileged scripted policies).
+        tasks: Task ids, or how many of the env's split to take (the first ones).
+        n: Trials per task.
+        ks: The ``k`` values to report (each at most ``n``).
+        seed: Base seed of the trials' env and user seeds.
+        max_steps: Safety bound on one episode's length.
+    """
+    if isinstance(env, str):
+        made: gym.Env = gym.make(env)
+    elif isinstance(env, gym.Env):
+        made = env
+    else:
+        made = env()
+    bad = [k for k in ks if not 1 <= k <= n]
+    if bad:
+        raise InvalidConfigError(f"every k must be in 1..n={n}; got {bad}.")
+    if isinstance(tasks, int):
+        unwrapped: Any = made.unwrapped
+        task_ids = list(unwrapped.task_ids()[:tasks])
+    else:
+        task_ids = list(tasks)
+    results = []
+    for ti, task_id in enumerate(task_ids):
+        res = TaskResult(task_id)
+        for trial in range(n):
+            us = user_seed_for(seed, ti, trial)
+            ok, ret, err = _play(made, policy, task_id, seed + ti * n + trial, us, max_steps)
+            res.successes.append(ok)
+            res.user_seeds.append(us)
+            res.returns.append(ret)
+            res.sim_errors += int(err)
+        results.append(res)
+    return EvalReport(results, tuple(ks))
