@@ -22,6 +22,22 @@ from agentgym.vector import EnvPool
 from agentgym.wrappers.chat import ChatHistory
 
 
+@dataclass(frozen=True)
+class ChatEnvFactory:
+    """Builds ``ChatHistory(gym.make(env_id, **kwargs))``; picklable for process pools."""
+
+    env_id: str
+    kwargs: Mapping[str, Any]
+    history_turns: int | None = 4
+
+    def __call__(self) -> gym.Env:
+        import agentgym  # noqa: F401  (a spawned worker must register the ids)
+
+        return ChatHistory(
+            gym.make(self.env_id, **dict(self.kwargs)), history_turns=self.history_turns
+        )
+
+
 @dataclass
 class EpisodeSummary:
     """How one episode went."""
@@ -81,9 +97,7 @@ def play(
     kwargs = dict(env_kwargs or {})
     n = max(1, min(num_envs, episodes))
 
-    def factory() -> gym.Env:
-        return ChatHistory(gym.make(record.id, **kwargs), history_turns=history_turns)
-
+    factory = ChatEnvFactory(record.id, kwargs, history_turns)
     pool = EnvPool([factory] * n, backend=backend)
     summaries: dict[int, EpisodeSummary] = {}
     infos: dict[int, dict[str, Any]] = {}
@@ -109,7 +123,9 @@ def play(
             active = sorted(slot_episode)
             inputs = [
                 PolicyInput(
-                    messages=infos[s]["messages"], info=infos[s], env=pool.envs[s].unwrapped
+                    messages=infos[s]["messages"],
+                    info=infos[s],
+                    env=pool.envs[s].unwrapped if pool.envs else None,
                 )
                 for s in active
             ]

@@ -56,3 +56,15 @@ def test_close_is_idempotent():
     pool = EnvPool([make_tiny], backend="process")
     pool.close()
     pool.close()
+
+
+def test_play_runs_on_a_process_pool_with_a_policy_that_needs_no_env_handle():
+    from agentgym.agents import RandomPolicy
+    from agentgym.episodes import play
+
+    threaded = play("agentgym/Sokoban-Tiny-v0", RandomPolicy(0), episodes=3, progress=False)
+    spawned = play(
+        "agentgym/Sokoban-Tiny-v0", RandomPolicy(0), episodes=3, progress=False, backend="process"
+    )
+    assert [s.task_id for s in spawned] == [s.task_id for s in threaded]
+    assert all(s.turns > 0 for s in spawned)
