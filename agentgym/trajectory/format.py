@@ -50,6 +50,10 @@ class TrajectoryFormatError(AgentGymError, ValueError):
     """The file is not a readable ``.agtr`` file (wrong magic, empty, newer major version)."""
 
 
+class TrajectoryNotFoundError(AgentGymError, FileNotFoundError):
+    """No file at the given path."""
+
+
 def preamble_bytes() -> bytes:
     """The 12 bytes every ``.agtr`` file starts with."""
     return PREAMBLE.pack(MAGIC, SCHEMA_MAJOR, SCHEMA_MINOR)
@@ -109,7 +113,7 @@ def parse_frame_head(head: bytes) -> tuple[int, int] | None:
 def _default(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):
         if obj.dtype.kind not in _ALLOWED_KINDS:
-            return [_default_scalar(x) for x in obj.tolist()]
+            return obj.tolist()
         arr = np.ascontiguousarray(obj)
         body = msgpack.packb([arr.dtype.str, list(arr.shape), arr.tobytes()], use_bin_type=True)
         return msgpack.ExtType(EXT_NDARRAY, body)

@@ -136,7 +136,9 @@ class TrajectoryReader:
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         if not self.path.exists():
-            raise FileNotFoundError(f"no trajectory file at {self.path}")
+            raise fmt.TrajectoryNotFoundError(
+                f"no trajectory file at {self.path}; record one with agentgym run --record FILE"
+            )
         self._f = self.path.open("rb")
         try:
             self.schema = fmt.check_preamble(self._f.read(fmt.PREAMBLE.size), str(self.path))
