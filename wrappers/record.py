@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
@@ -91,7 +91,7 @@ class Record(gym.Wrapper):
         self._last_return_t = time.perf_counter()
         return obs, info
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         t0 = time.perf_counter()
         obs, reward, terminated, truncated, info = self.env.step(action)
         t1 = time.perf_counter()
@@ -101,7 +101,7 @@ class Record(gym.Wrapper):
                 self.episode_id,
                 action=action if isinstance(action, str) else repr(action),
                 obs=obs,
-                reward=reward,
+                reward=float(reward),
                 terminated=terminated,
                 truncated=truncated,
                 info=info,

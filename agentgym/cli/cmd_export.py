@@ -12,14 +12,18 @@ from pathlib import Path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export", help="export trajectories as training data (JSONL chat)",
-                       description=__doc__)
+    p = sub.add_parser(
+        "export", help="export trajectories as training data (JSONL chat)", description=__doc__
+    )
     p.add_argument("file", help="an .agtr trajectory file")
     p.add_argument("--format", choices=["jsonl"], default="jsonl", help="output format")
-    p.add_argument("-o", "--output", default=None,
-                   help="output path (default: FILE with .jsonl)")
-    p.add_argument("--images", choices=["data_url", "omit"], default="data_url",
-                   help="screenshots as PNG data URLs (default) or left out")
+    p.add_argument("-o", "--output", default=None, help="output path (default: FILE with .jsonl)")
+    p.add_argument(
+        "--images",
+        choices=["data_url", "omit"],
+        default="data_url",
+        help="screenshots as PNG data URLs (default) or left out",
+    )
     p.add_argument("--success-only", action="store_true", help="only successful episodes")
     p.add_argument("--min-return", type=float, default=None, help="only episodes with return >= X")
     p.add_argument("--task", default=None, help="only this task id")

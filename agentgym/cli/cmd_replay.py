@@ -11,14 +11,24 @@ import json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("replay", help="check that recorded episodes replay identically",
-                       description=__doc__)
+    p = sub.add_parser(
+        "replay", help="check that recorded episodes replay identically", description=__doc__
+    )
     p.add_argument("file", help="an .agtr trajectory file")
-    p.add_argument("--episode", action="append", dest="episodes", metavar="ID",
-                   help="replay only this episode id (repeatable)")
+    p.add_argument(
+        "--episode",
+        action="append",
+        dest="episodes",
+        metavar="ID",
+        help="replay only this episode id (repeatable)",
+    )
     p.add_argument("--max-episodes", type=int, default=None, help="stop after N episodes")
-    p.add_argument("--reward-tol", type=float, default=1e-9,
-                   help="relative tolerance for rewards (default 1e-9)")
+    p.add_argument(
+        "--reward-tol",
+        type=float,
+        default=1e-9,
+        help="relative tolerance for rewards (default 1e-9)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable report")
     p.set_defaults(func=run)
 

@@ -10,13 +10,19 @@ from pathlib import Path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("view", help="render a trajectory file as one HTML page",
-                       description=__doc__)
+    p = sub.add_parser(
+        "view", help="render a trajectory file as one HTML page", description=__doc__
+    )
     p.add_argument("file", help="an .agtr trajectory file")
-    p.add_argument("-o", "--output", default=None,
-                   help="output HTML path (default: FILE with .html)")
-    p.add_argument("--max-episodes", type=int, default=None,
-                   help="render only the first N episodes (large files)")
+    p.add_argument(
+        "-o", "--output", default=None, help="output HTML path (default: FILE with .html)"
+    )
+    p.add_argument(
+        "--max-episodes",
+        type=int,
+        default=None,
+        help="render only the first N episodes (large files)",
+    )
     p.set_defaults(func=run)
 
 

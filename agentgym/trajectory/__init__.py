@@ -17,7 +17,13 @@ from agentgym.trajectory.images import StoredImage
 from agentgym.trajectory.index import build_index, load_index, load_or_build
 from agentgym.trajectory.reader import Episode, Problem, TrajectoryReader, open
 from agentgym.trajectory.recorder import Recorder
-from agentgym.trajectory.replay import Divergence, EpisodeReplay, ReplayReport, replay, replay_episode
+from agentgym.trajectory.replay import (
+    Divergence,
+    EpisodeReplay,
+    ReplayReport,
+    replay,
+    replay_episode,
+)
 from agentgym.trajectory.viewer import render_html
 from agentgym.trajectory.writer import TrajectoryWriter
 

@@ -103,7 +103,7 @@ def iter_rows(
             pics: list[dict[str, bytes]] = []
             if include_images:
                 for frame in ([ep.start] if ep.start else []) + ep.steps:
-                    for im in ((frame.get("observation") or {}).get("images") or []):
+                    for im in (frame.get("observation") or {}).get("images") or []:
                         if isinstance(im, StoredImage):
                             pics.append({"bytes": im.png})
             row["images"] = pics

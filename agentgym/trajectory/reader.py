@@ -121,9 +121,7 @@ def _matches(
     ret = summary.get("return")
     if min_return is not None and (ret is None or ret < min_return):
         return False
-    if max_return is not None and (ret is None or ret > max_return):
-        return False
-    return True
+    return not (max_return is not None and (ret is None or ret > max_return))
 
 
 class TrajectoryReader:
@@ -378,6 +376,6 @@ class TrajectoryReader:
         self.close()
 
 
-def open(path: str | os.PathLike[str]) -> TrajectoryReader:  # noqa: A001 - mirrors builtins
+def open(path: str | os.PathLike[str]) -> TrajectoryReader:
     """Open an ``.agtr`` file for streaming reads (raises a clear error if it is not one)."""
     return TrajectoryReader(path)

@@ -107,9 +107,7 @@ class Recorder:
         images = observation.get("images") or []
         if not images:
             return {"role": role, "content": observation.get("text", "")}
-        parts: list[dict[str, Any]] = [
-            {"type": "image", "sha256": im["sha256"]} for im in images
-        ]
+        parts: list[dict[str, Any]] = [{"type": "image", "sha256": im["sha256"]} for im in images]
         parts.append({"type": "text", "text": observation.get("text", "")})
         return {"role": role, "content": parts}
 

@@ -13,6 +13,7 @@ Nothing here is env-specific, so every registered single-agent env replays.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import math
 import os
@@ -146,7 +147,7 @@ def _text_diff(expected: str, got: str, max_lines: int = 40) -> str:
         )
     )
     if len(lines) > max_lines:
-        lines = lines[:max_lines] + [f"... ({len(lines) - max_lines} more diff lines)"]
+        lines = [*lines[:max_lines], f"... ({len(lines) - max_lines} more diff lines)"]
     return "\n".join(lines)
 
 
@@ -162,9 +163,13 @@ def _compare_obs(step: int, recorded: Mapping[str, Any], live: Any) -> Divergenc
     live_text = live.get("text", "") if isinstance(live, Mapping) else str(live)
     rec_text = recorded.get("text", "")
     if rec_text != live_text:
-        return Divergence(step, "observation.text", rec_text, live_text, _text_diff(rec_text, live_text))
+        return Divergence(
+            step, "observation.text", rec_text, live_text, _text_diff(rec_text, live_text)
+        )
     rec_images = [_image_sig(im) for im in recorded.get("images", []) or []]
-    live_images = [_image_sig(im) for im in (live.get("images", ()) if isinstance(live, Mapping) else ())]
+    live_images = [
+        _image_sig(im) for im in (live.get("images", ()) if isinstance(live, Mapping) else ())
+    ]
     if rec_images != live_images:
         return Divergence(step, "observation.images", rec_images, live_images)
     return None
@@ -219,10 +224,8 @@ class _EnvCache:
 
     def close(self) -> None:
         for env in self._envs.values():
-            try:
+            with contextlib.suppress(Exception):  # closing is best effort
                 env.close()
-            except Exception:  # closing is best effort
-                pass
         self._envs.clear()
 
 

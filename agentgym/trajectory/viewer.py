@@ -36,7 +36,8 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f9;border:1px sol
 padding:6px 8px;border-radius:4px;margin:4px 0;font:12.5px/1.35 ui-monospace,monospace}
 .assistant pre{background:#eef4ff}.tool pre{background:#fff6e5}.err{color:#b3261e}
 .label{font-size:11px;text-transform:uppercase;color:#667;letter-spacing:.04em}
-img.shot{max-width:100%;border:1px solid #ccd;margin:4px 0}
+img.shot{max-width:100%;min-width:min(192px,100%);image-rendering:pixelated;
+border:1px solid #ccd;margin:4px 0;display:block}
 table.kv td{padding:1px 10px 1px 0;font-size:12.5px}.problems{color:#b3261e}
 """
 
@@ -61,7 +62,7 @@ def _chart(rewards: list[float], width: int = 640, height: int = 120) -> str:
     lo, hi = min(0.0, *rewards), max(0.0, *rewards)
     span = (hi - lo) or 1.0
     pad = 18
-    bar = (width - 2 * pad) / len(rewards)
+    bar = min((width - 2 * pad) / len(rewards), 40.0)
     zero = pad + (hi / span) * (height - 2 * pad)
     parts = [
         f"<svg class='chart' xmlns='http://www.w3.org/2000/svg' width='{width}' "
@@ -160,6 +161,8 @@ def _episode_html(ep: Episode, dom_id: str) -> str:
         if calls:
             parts.append("<div class='tool'><div class='label'>tool calls</div>")
             parts.append(_pre(json.dumps(calls, ensure_ascii=False, default=str)) + "</div>")
+        if step.get("action_valid") is False:
+            parts.append("<div class='err'>invalid action</div>")
         if step.get("error"):
             parts.append(f"<div class='err'>error: {_e(step['error'])}</div>")
         parts.append("<div class='label'>observation</div>" + _images(step))

@@ -8,6 +8,7 @@ the torn tail before writing.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import logging
 import os
@@ -158,10 +159,8 @@ class TrajectoryWriter:
             if self._closed:
                 return
             self._closed = True
-            try:
+            with contextlib.suppress(OSError):  # e.g. a pipe
                 os.fsync(self._fd)
-            except OSError:  # pragma: no cover - e.g. a pipe
-                pass
             os.close(self._fd)
 
     def __enter__(self) -> TrajectoryWriter:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -24,8 +24,8 @@ PIXEL_ID = "tests/Pixels-v0"
 class PixelEnv(AgentEnv):
     """Guess a hidden digit; every observation carries a screenshot drawn from the state."""
 
-    metadata = {"family": "tests", "render_modes": ["ansi"]}
-    default_reward_weights = {"format": 0.1, "outcome": 1.0}
+    metadata: ClassVar[dict[str, Any]] = {"family": "tests", "render_modes": ["ansi"]}
+    default_reward_weights: ClassVar[Mapping[str, float]] = {"format": 0.1, "outcome": 1.0}
     default_max_turns = 4
 
     def __init__(self, height: int = 48, width: int = 64, **kwargs: Any):
@@ -79,7 +79,9 @@ class PixelEnv(AgentEnv):
 @pytest.fixture
 def pixel_env_id() -> Iterator[str]:
     """Registers the pixel env for one test, then removes it again."""
-    agentgym.register(PIXEL_ID, f"{PixelEnv.__module__}:PixelEnv", family="tests", modality="vision")
+    agentgym.register(
+        PIXEL_ID, f"{PixelEnv.__module__}:PixelEnv", family="tests", modality="vision"
+    )
     try:
         yield PIXEL_ID
     finally:
@@ -91,8 +93,15 @@ def pixel_env_id() -> Iterator[str]:
 def record_sokoban(path: Path, episodes: int = 3, env_id: str = "agentgym/Sokoban-Tiny-v0") -> Path:
     """A small real recording: oracle episodes of a Sokoban id."""
     with Recorder(path) as rec:
-        play(env_id, OraclePolicy(), episodes=episodes, seed=0, num_envs=2, progress=False,
-             **rec.play_callbacks(env_id))
+        play(
+            env_id,
+            OraclePolicy(),
+            episodes=episodes,
+            seed=0,
+            num_envs=2,
+            progress=False,
+            **rec.play_callbacks(env_id),
+        )
     return path
 
 

@@ -78,8 +78,15 @@ def test_sigkill_mid_write_loses_at_most_the_frame_in_flight(tmp_path: Path, del
     # reopening for append cuts the torn tail; the file then reads clean end to end
     with trj.Recorder(path, mode="a") as rec:
         ep = rec.start_episode(env_id="agentgym/Sokoban-Tiny-v0", obs={"text": "after"}, info={})
-        rec.record_step(ep, action="a", obs={"text": "b"}, reward=0.0, terminated=True,
-                        truncated=False, info={"seq": steps_before + 1, "sha": ""})
+        rec.record_step(
+            ep,
+            action="a",
+            obs={"text": "b"},
+            reward=0.0,
+            terminated=True,
+            truncated=False,
+            info={"seq": steps_before + 1, "sha": ""},
+        )
         rec.end_episode(ep)
     with trj.open(path) as reader:
         episodes = list(reader.episodes())

@@ -74,7 +74,6 @@ def test_header_holds_versions_and_creation_time(sokoban_file: Path) -> None:
 
 def test_images_are_lossless_png_with_pixel_sha256(tmp_path: Path, pixel_env_id: str) -> None:
     import gymnasium as gym
-
     from agentgym.wrappers import Record
 
     path = tmp_path / "pix.agtr"
@@ -89,7 +88,9 @@ def test_images_are_lossless_png_with_pixel_sha256(tmp_path: Path, pixel_env_id:
     assert stored.png.startswith(b"\x89PNG\r\n\x1a\n")
     np.testing.assert_array_equal(stored.to_array(), obs["images"][0])
     assert stored.verify() and stored.shape == obs["images"][0].shape
-    np.testing.assert_array_equal(ep.steps[0]["observation"]["images"][0].to_array(), obs2["images"][0])
+    np.testing.assert_array_equal(
+        ep.steps[0]["observation"]["images"][0].to_array(), obs2["images"][0]
+    )
 
 
 # ---- bad input: clear errors --------------------------------------------------------------
@@ -102,11 +103,11 @@ def test_empty_file_is_a_clear_error(tmp_path: Path) -> None:
         trj.open(path)
 
 
-@pytest.mark.parametrize("data", [b"{\"messages\": []}\n", b"\x89PNG\r\n\x1a\n0000", b"AG"])
+@pytest.mark.parametrize("data", [b'{"messages": []}\n', b"\x89PNG\r\n\x1a\n0000", b"AG"])
 def test_wrong_magic_is_a_clear_error(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "x.agtr"
     path.write_bytes(data)
-    with pytest.raises(trj.TrajectoryFormatError, match="not an .agtr trajectory"):
+    with pytest.raises(trj.TrajectoryFormatError, match=r"not an \.agtr trajectory"):
         trj.open(path)
 
 
@@ -146,8 +147,12 @@ def test_truncation_at_any_point_reads_a_clean_prefix(sokoban_file: Path) -> Non
     full, _ = _frames(sokoban_file)
     data = sokoban_file.read_bytes()
     offsets = _offsets(sokoban_file)
-    cut_points = sorted({*range(fmt.PREAMBLE.size + 1, len(data), max(1, len(data) // 40)),
-                         *(o + 5 for o in offsets)})
+    cut_points = sorted(
+        {
+            *range(fmt.PREAMBLE.size + 1, len(data), max(1, len(data) // 40)),
+            *(o + 5 for o in offsets),
+        }
+    )
     for cut in cut_points:
         sokoban_file.write_bytes(data[:cut])
         frames, problems = _frames(sokoban_file)
@@ -286,7 +291,14 @@ def test_sidecar_index_filters_and_goes_stale_on_append(tmp_path: Path) -> None:
     path = tmp_path / "mix.agtr"
     env_id = "agentgym/Sokoban-Tiny-v0"
     with trj.Recorder(path) as rec:
-        play(env_id, RandomPolicy(0), episodes=4, seed=0, progress=False, **rec.play_callbacks(env_id))
+        play(
+            env_id,
+            RandomPolicy(0),
+            episodes=4,
+            seed=0,
+            progress=False,
+            **rec.play_callbacks(env_id),
+        )
     rows = trj.build_index(path)
     assert trj.load_index(path) == rows and len(rows) == 4
     with trj.open(path) as reader:

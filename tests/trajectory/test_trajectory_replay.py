@@ -7,6 +7,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from agentgym.wrappers import Record
 
 import agentgym
 import agentgym.trajectory as trj
@@ -15,7 +16,6 @@ from agentgym.cli import main as cli_main
 from agentgym.core import AgentEnv
 from agentgym.episodes import play
 from agentgym.trajectory.writer import TrajectoryWriter
-from agentgym.wrappers import Record
 
 SINGLE_AGENT_IDS = [r.id for r in agentgym.list_envs(multi_agent=False)]
 MAX_TURNS = 8  # small budgets keep the round trip quick for every family
@@ -44,8 +44,16 @@ def test_record_read_replay_round_trip(tmp_path: Path, env_id: str) -> None:
         pytest.skip(f"{env_id} cannot be built here (optional dependency missing): {exc}")
     path = tmp_path / "run.agtr"
     with trj.Recorder(path) as rec:
-        summaries = play(env_id, policy, episodes=2, seed=11, num_envs=2, env_kwargs=kwargs,
-                         progress=False, **rec.play_callbacks(env_id, env_kwargs=kwargs))
+        summaries = play(
+            env_id,
+            policy,
+            episodes=2,
+            seed=11,
+            num_envs=2,
+            env_kwargs=kwargs,
+            progress=False,
+            **rec.play_callbacks(env_id, env_kwargs=kwargs),
+        )
     with trj.open(path) as reader:
         episodes = sorted(reader.episodes(), key=lambda e: e.seed)
         assert reader.problems == []
@@ -70,8 +78,13 @@ def test_episode_ids_are_unique_across_interleaved_envs(tmp_path: Path) -> None:
             threading.Thread(
                 target=play,
                 args=(env_id, RandomPolicy(seed=i)),
-                kwargs=dict(episodes=4, seed=100 * i, num_envs=3, progress=False,
-                            **rec.play_callbacks(env_id, seed=100 * i)),
+                kwargs=dict(
+                    episodes=4,
+                    seed=100 * i,
+                    num_envs=3,
+                    progress=False,
+                    **rec.play_callbacks(env_id, seed=100 * i),
+                ),
             )
             for i, env_id in enumerate(["agentgym/Sokoban-Tiny-v0", "agentgym/Sokoban-Small-v0"])
         ]
@@ -115,7 +128,9 @@ def _edit_step(n: int, change):  # type: ignore[no-untyped-def]
     return edit
 
 
-def test_replay_reports_first_divergence_with_a_text_diff(sokoban_file: Path, tmp_path: Path) -> None:
+def test_replay_reports_first_divergence_with_a_text_diff(
+    sokoban_file: Path, tmp_path: Path
+) -> None:
     bad = tmp_path / "bad.agtr"
 
     def change(frame: dict) -> None:
@@ -141,7 +156,9 @@ def test_replay_reports_first_divergence_with_a_text_diff(sokoban_file: Path, tm
         ("observation.text", lambda f: f.update(action='<tool_call>{"name": "move"}</tool_call>')),
     ],
 )
-def test_replay_detects_each_kind_of_change(sokoban_file: Path, tmp_path: Path, field, change) -> None:  # type: ignore[no-untyped-def]
+def test_replay_detects_each_kind_of_change(
+    sokoban_file: Path, tmp_path: Path, field, change
+) -> None:  # type: ignore[no-untyped-def]
     bad = tmp_path / "bad.agtr"
     _rewrite(sokoban_file, bad, _edit_step(1, change))
     report = trj.replay(bad)
@@ -174,9 +191,11 @@ def test_replay_compares_images_by_hash(tmp_path: Path, pixel_env_id: str) -> No
             if frame["type"] == "step" and frame["step"] == 2 and frame["episode_id"].endswith("1"):
                 change(frame)
             else:
-                frame.get("observation", {})["images"] = [
-                    {"png": im.png, "sha256": im.sha256, "shape": list(im.shape)} for im in images
-                ] if images else []
+                frame.get("observation", {})["images"] = (
+                    [{"png": im.png, "sha256": im.sha256, "shape": list(im.shape)} for im in images]
+                    if images
+                    else []
+                )
             w.write(frame)
     report = trj.replay(bad)
     (diverged,) = report.diverged
