@@ -23,27 +23,36 @@ from agentgym.trajectory.images import StoredImage
 from agentgym.trajectory.reader import Episode, TrajectoryReader
 
 
-def _images_by_sha(frame: dict[str, Any] | None) -> dict[str, StoredImage]:
-    obs = (frame or {}).get("observation") or {}
-    return {im.sha256: im for im in obs.get("images", []) or [] if isinstance(im, StoredImage)}
-
-
-def _content(content: Any, images: dict[str, StoredImage], mode: str) -> Any:
-    if isinstance(content, str) or not isinstance(content, list):
-        return content
-    parts: list[dict[str, Any]] = []
-    for part in content:
-        if isinstance(part, dict) and part.get("type") == "image":
-            image = images.get(str(part.get("sha256")))
-            if mode == "omit" or image is None:
-                continue
-            url = "data:image/png;base64," + base64.b64encode(image.png).decode("ascii")
-            parts.append({"type": "image_url", "image_url": {"url": url}})
-        else:
-            parts.append(part)
-    if mode == "omit":
-        return "\n".join(p.get("text", "") for p in parts if isinstance(p, dict))
+def _observation_content(frame: dict[str, Any], mode: str) -> Any:
+    obs = frame.get("observation") or {}
+    text = obs.get("text", "")
+    images = [im for im in obs.get("images", []) or [] if isinstance(im, StoredImage)]
+    if not images or mode == "omit":
+        return text
+    parts: list[dict[str, Any]] = [
+        {
+            "type": "image_url",
+            "image_url": {"url": "data:image/png;base64," + base64.b64encode(im.png).decode()},
+        }
+        for im in images
+    ]
+    parts.append({"type": "text", "text": text})
     return parts
+
+
+def resolve_message(frame: dict[str, Any], message: dict[str, Any], images: str) -> dict:
+    """A stored message with its ``content_ref`` (if any) replaced by real ``content``.
+
+    ``content_ref`` names the frame field that holds the content, so the same text is not
+    stored twice: ``"observation"`` (text, plus image parts), ``"action"``, ``"system_prompt"``.
+    """
+    ref = message.get("content_ref")
+    out = {k: v for k, v in message.items() if k != "content_ref"}
+    if ref == "observation":
+        out["content"] = _observation_content(frame, images)
+    elif isinstance(ref, str):
+        out["content"] = frame.get(ref, "")
+    return out
 
 
 def episode_messages(episode: Episode, *, images: str = "data_url") -> list[dict[str, Any]]:
@@ -57,9 +66,9 @@ def episode_messages(episode: Episode, *, images: str = "data_url") -> list[dict
     out: list[dict[str, Any]] = []
     frames = ([episode.start] if episode.start else []) + episode.steps
     for frame in frames:
-        table = _images_by_sha(frame)
         for msg in frame.get("messages", []) or []:
-            out.append({**msg, "content": _content(msg.get("content"), table, images)})
+            if isinstance(msg, dict):
+                out.append(resolve_message(frame, msg, images))
     return out
 
 

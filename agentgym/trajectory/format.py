@@ -22,6 +22,7 @@ C-order bytes). Observation images are stored as lossless PNG (see :mod:`.images
 from __future__ import annotations
 
 import struct
+import threading
 import zlib
 from typing import Any
 
@@ -40,6 +41,8 @@ PREAMBLE = struct.Struct("<8sHH")
 FRAME_MARK = b"\xa7AGF"
 FRAME_HEAD = struct.Struct("<4sIII")
 """mark, payload length, payload crc32, head crc32 (over mark + length + payload crc)."""
+_HEAD3 = struct.Struct("<4sII")
+_U32 = struct.Struct("<I")
 MAX_FRAME_BYTES = 512 * 1024 * 1024
 """A frame claiming more than this is treated as damage, never allocated."""
 EXT_NDARRAY = 1
@@ -91,10 +94,8 @@ def frame_bytes(payload: bytes) -> bytes:
             f"a frame of {len(payload)} bytes exceeds the limit of {MAX_FRAME_BYTES} bytes; "
             "record smaller observations (e.g. downscale screenshots)."
         )
-    length = len(payload)
-    crc = zlib.crc32(payload)
-    partial = struct.pack("<4sII", FRAME_MARK, length, crc)
-    return partial + struct.pack("<I", zlib.crc32(partial)) + payload
+    partial = _HEAD3.pack(FRAME_MARK, len(payload), zlib.crc32(payload))
+    return b"".join((partial, _U32.pack(zlib.crc32(partial)), payload))
 
 
 def parse_frame_head(head: bytes) -> tuple[int, int] | None:
@@ -141,9 +142,19 @@ def _ext_hook(code: int, data: bytes) -> Any:
     return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
 
+_local = threading.local()
+
+
 def pack(obj: Any) -> bytes:
     """Encode one frame payload (a dict) as msgpack; numpy arrays become ext type 1."""
-    return msgpack.packb(obj, default=_default, use_bin_type=True, datetime=False)
+    packer = getattr(_local, "packer", None)
+    if packer is None:  # one Packer per thread: Packer objects are not thread-safe
+        packer = _local.packer = msgpack.Packer(default=_default, use_bin_type=True)
+    try:
+        return packer.pack(obj)
+    except BaseException:
+        packer.reset()
+        raise
 
 
 def unpack(data: bytes) -> Any:

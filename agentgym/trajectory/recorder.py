@@ -86,6 +86,10 @@ class Recorder:
         self.drop_info_keys = frozenset(drop_info_keys) | _TOP_LEVEL_INFO
         self.observation_role = observation_role
         self.png_compress_level = png_compress_level
+        self._step_messages = (
+            {"role": "assistant", "content_ref": "action"},
+            {"role": observation_role, "content_ref": "observation"},
+        )
         self._token = uuid.uuid4().hex[:8]
         self._count = 0
         self._open: dict[str, _Open] = {}
@@ -96,20 +100,16 @@ class Recorder:
     def _observation(self, obs: Any) -> dict[str, Any]:
         if not isinstance(obs, Mapping):
             return {"text": str(obs), "images": []}
-        images = [encode_image(im, self.png_compress_level) for im in obs.get("images", ()) or ()]
+        raw_images = obs.get("images")
+        images = (
+            [encode_image(im, self.png_compress_level) for im in raw_images] if raw_images else []
+        )
         out = {"text": obs.get("text", ""), "images": images}
-        for key, value in obs.items():  # a richer observation dict keeps its extra keys
-            if key not in out:
-                out[key] = value
+        if len(obs) > 2:  # a richer observation dict keeps its extra keys
+            for key, value in obs.items():
+                if key not in out:
+                    out[key] = value
         return out
-
-    def _feedback_message(self, observation: Mapping[str, Any], role: str) -> dict[str, Any]:
-        images = observation.get("images") or []
-        if not images:
-            return {"role": role, "content": observation.get("text", "")}
-        parts: list[dict[str, Any]] = [{"type": "image", "sha256": im["sha256"]} for im in images]
-        parts.append({"type": "text", "text": observation.get("text", "")})
-        return {"role": role, "content": parts}
 
     def _info(self, info: Mapping[str, Any]) -> dict[str, Any]:
         drop = self.drop_info_keys
@@ -137,10 +137,10 @@ class Recorder:
             episode_id = f"{self._token}-{self._count:06d}"
             self._open[episode_id] = _Open(env_id=env_id, seed=seed)
         observation = self._observation(obs)
-        messages = []
+        messages: list[dict[str, Any]] = []
         if info.get("system_prompt"):
-            messages.append({"role": "system", "content": info["system_prompt"]})
-        messages.append(self._feedback_message(observation, "user"))
+            messages.append({"role": "system", "content_ref": "system_prompt"})
+        messages.append({"role": "user", "content_ref": "observation"})
         self.writer.write(
             {
                 "type": "episode_start",
@@ -177,50 +177,57 @@ class Recorder:
         env_ms: float | None = None,
     ) -> None:
         """Write one ``step`` frame."""
-        with self._lock:
-            ep = self._open.get(episode_id)
-            if ep is None:
-                raise KeyError(f"episode {episode_id!r} is not open in this recorder")
-            ep.steps += 1
-            ep.ret += float(reward)
-            components = info.get("reward_components") or {}
-            for k, v in components.items():
-                ep.components[k] = ep.components.get(k, 0.0) + float(v)
-            ep.terminated, ep.truncated = bool(terminated), bool(truncated)
-            if "success" in info:
-                ep.success = bool(info["success"])
-            index = ep.steps
-        observation = self._observation(obs)
+        # This runs once per env step, so it is kept lean (see benchmarks/bench_trajectory).
+        reward = float(reward)
+        components = info.get("reward_components") or {}
+        # No recorder lock here: a dict lookup is atomic, and an episode's totals are only
+        # touched by the one thread stepping that episode. The writer serialises the bytes.
+        ep = self._open.get(episode_id)
+        if ep is None:
+            raise KeyError(f"episode {episode_id!r} is not open in this recorder")
+        ep.steps += 1
+        ep.ret += reward
+        sums = ep.components
+        for k, v in components.items():
+            sums[k] = sums.get(k, 0.0) + v
+        ep.terminated, ep.truncated = bool(terminated), bool(truncated)
+        if "success" in info:
+            ep.success = bool(info["success"])
+        index = ep.steps
+        if type(obs) is dict and len(obs) == 2 and not obs.get("images"):
+            observation = {"text": obs.get("text", ""), "images": []}  # the common text case
+        else:
+            observation = self._observation(obs)
         model_output = None
         if generation is not None:
             model_output = {
-                "text": getattr(generation, "text", action),
                 "token_ids": getattr(generation, "token_ids", None),
                 "logprobs": getattr(generation, "logprobs", None),
             }
+            text = getattr(generation, "text", action)
+            if text != action:  # stored only when the executed action differs
+                model_output["text"] = text
             meta = getattr(generation, "meta", None)
             if meta:
                 model_output["meta"] = meta
+        drop = self.drop_info_keys
         self.writer.write(
             {
                 "type": "step",
                 "episode_id": episode_id,
                 "step": index,
                 "t": time.time(),
-                "messages": [
-                    {"role": "assistant", "content": action},
-                    self._feedback_message(observation, self.observation_role),
-                ],
+                "messages": self._step_messages,
                 "model_output": model_output,
                 "action": action,
                 "tool_calls": info.get("tool_calls", []),
                 "action_valid": info.get("action_valid", True),
                 "observation": observation,
-                "reward": float(reward),
-                "reward_components": dict(info.get("reward_components") or {}),
+                "reward": reward,
+                "reward_components": components,
                 "terminated": bool(terminated),
                 "truncated": bool(truncated),
-                "info": self._info(info),
+                "info": {k: v for k, v in info.items() if k not in drop},
                 "timings": {"policy_ms": policy_ms, "env_ms": env_ms},
                 "error": info.get("error"),
             }

@@ -114,6 +114,7 @@ class TrajectoryWriter:
         self.truncated_bytes = 0
         self.frames_written = 0
         self.bytes_written = 0
+        self._closed = False
         existing = mode == "a" and self.path.exists() and self.path.stat().st_size > 0
         if existing:
             good_end, _ = scan_good_end(self.path)
@@ -132,19 +133,19 @@ class TrajectoryWriter:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             self._write_all(fmt.preamble_bytes())
             self.write(make_header(env_id, header_extra))
-        self._closed = False
 
     def _write_all(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
+        n = os.write(self._fd, data)
+        if n < len(data):  # rare: a partial write (signal, full disk); finish it
+            view = memoryview(data)[n:]
+            while view:
+                view = view[os.write(self._fd, view) :]
 
     def write(self, payload: Mapping[str, Any]) -> int:
         """Encode and append one frame; returns its size in bytes."""
-        data = fmt.frame_bytes(fmt.pack(payload))
+        data = fmt.frame_bytes(fmt.pack(payload))  # encode outside the lock: threads overlap
         with self._lock:
-            if getattr(self, "_closed", False):
+            if self._closed:
                 raise fmt.TrajectoryFormatError(f"{self.path}: write() after close().")
             self._write_all(data)
             if self.fsync:
