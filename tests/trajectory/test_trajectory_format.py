@@ -311,3 +311,58 @@ def test_sidecar_index_filters_and_goes_stale_on_append(tmp_path: Path) -> None:
         rec.end_episode(rec.start_episode(env_id=env_id, obs={"text": ""}, info={}))
     assert trj.load_index(path) is None
     assert len(trj.load_or_build(path)) == 5
+
+
+def test_many_threads_share_one_recorder_without_mixing_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "threads.agtr"
+    rec = trj.Recorder(path, fsync=False)
+
+    def worker(k: int) -> None:
+        ep = rec.start_episode(env_id="agentgym/Sokoban-Tiny-v0", obs={"text": str(k)}, info={})
+        for i in range(150):
+            rec.record_step(
+                ep,
+                action=f"{k}:{i}",
+                obs={"text": "y" * (k * 300 + i)},
+                reward=float(k),
+                terminated=False,
+                truncated=False,
+                info={},
+            )
+        rec.end_episode(ep)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rec.close()
+    with trj.open(path) as reader:
+        episodes = list(reader.episodes())
+        assert reader.problems == []
+    assert len({e.episode_id for e in episodes}) == 8
+    for ep in episodes:
+        k = int(ep.start["observation"]["text"])
+        assert [s["action"] for s in ep.steps] == [f"{k}:{i}" for i in range(150)]
+        assert ep.return_ == 150.0 * k and ep.end["termination"] == "aborted"
+
+
+def test_fsync_mode_and_close_ends_open_episodes(tmp_path: Path) -> None:
+    path = tmp_path / "sync.agtr"
+    with trj.Recorder(path, fsync=True) as rec:
+        ep = rec.start_episode(env_id="agentgym/Sokoban-Tiny-v0", obs={"text": "a"}, info={})
+        rec.record_step(
+            ep,
+            action="x",
+            obs={"text": "b"},
+            reward=0.5,
+            terminated=False,
+            truncated=False,
+            info={"reward_components": {"outcome": 0.5}},
+        )
+        assert rec.open_episodes == [ep]
+    with trj.open(path) as reader:
+        (got,) = list(reader.episodes())
+    assert got.end["termination"] == "aborted" and got.end["reward_components"] == {"outcome": 0.5}
+    with pytest.raises(trj.TrajectoryFormatError, match="after close"):
+        rec.writer.write({"type": "x"})
