@@ -144,6 +144,8 @@ class TrajectoryReader:
             self._f.close()
             raise
         self.problems: list[Problem] = []
+        self.last_frame_end = fmt.PREAMBLE.size
+        """Byte offset just past the last intact frame read so far."""
         self._seen_problems: set[tuple[int, str]] = set()
         self.header: dict[str, Any] = {}
         for _, frame in self._iter_raw(fmt.PREAMBLE.size, limit=1):
@@ -205,7 +207,12 @@ class TrajectoryReader:
                 size = self._size()  # the file may have grown (a live writer)
                 status, length, payload = self._frame_at(pos, size)
             if status == "short":
-                if pos < size:
+                if pos >= size:
+                    return
+                # A frame running past the end is a torn/live tail, unless intact frames
+                # follow it: then its head lied about the length, and it is damage.
+                nxt = self._resync(pos + 1, size) if length else None
+                if nxt is None:
                     self._problem(
                         pos,
                         "incomplete_tail",
@@ -213,7 +220,16 @@ class TrajectoryReader:
                         "(a crash mid-write, or the file is still being written)",
                         size - pos,
                     )
-                return
+                    return
+                self._problem(
+                    pos,
+                    "corrupt_frame",
+                    f"frame claims {length} bytes, past the end of the file; skipped "
+                    f"{nxt - pos} bytes, resynchronised at offset {nxt}",
+                    nxt - pos,
+                )
+                pos = nxt
+                continue
             if status in ("bad", "crc"):
                 nxt = self._resync(pos + 1, size)
                 end = size if nxt is None else nxt
@@ -232,6 +248,7 @@ class TrajectoryReader:
             assert payload is not None
             frame_pos = pos
             pos += fmt.FRAME_HEAD.size + length
+            self.last_frame_end = pos
             try:
                 frame = fmt.unpack(payload)
             except Exception as exc:

@@ -14,7 +14,6 @@ import logging
 import os
 import sys
 import threading
-import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -62,26 +61,16 @@ def make_header(env_id: str | None = None, extra: Mapping[str, Any] | None = Non
 def scan_good_end(path: str | os.PathLike[str]) -> tuple[int, int]:
     """(offset just past the last intact frame, number of intact frames) of an existing file.
 
-    Stops at the first frame that is torn or damaged: everything after it is dropped by
-    :class:`TrajectoryWriter` on append (a writer never appends after damage it cannot see
-    past, so the file stays readable front to back).
+    Damage in the middle is skipped (the reader resynchronises), so appending after a crash
+    cuts only the torn tail, never intact frames that follow a damaged one.
     """
-    size = os.path.getsize(path)
+    from agentgym.trajectory.reader import TrajectoryReader
+
     frames = 0
-    with open(path, "rb") as f:
-        fmt.check_preamble(f.read(fmt.PREAMBLE.size), str(path))
-        pos = fmt.PREAMBLE.size
-        while pos + fmt.FRAME_HEAD.size <= size:
-            head = fmt.parse_frame_head(f.read(fmt.FRAME_HEAD.size))
-            if head is None or pos + fmt.FRAME_HEAD.size + head[0] > size:
-                break
-            length, crc = head
-            payload = f.read(length)
-            if zlib.crc32(payload) != crc:
-                break
-            pos += fmt.FRAME_HEAD.size + length
+    with TrajectoryReader(path) as reader:
+        for _ in reader.frames_with_offsets():
             frames += 1
-    return pos, frames
+        return reader.last_frame_end, frames
 
 
 class TrajectoryWriter:

@@ -210,9 +210,9 @@ def test_frame_claiming_gigabytes_is_never_allocated(sokoban_file: Path, length:
     finally:
         tracemalloc.stop()
     assert peak < 64 * 1024 * 1024
-    # the bogus frame is either skipped (resync) or, if it claims past EOF, ends the read
-    assert frames == full or frames == full[:2]
-    assert problems and problems[0].offset == offsets[3]
+    # the bogus head is skipped and the reader resynchronises on the next intact frame
+    assert frames == full
+    assert [(p.kind, p.offset) for p in problems] == [("corrupt_frame", offsets[3])]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -251,6 +251,20 @@ def test_reopen_for_append_truncates_a_torn_tail(tmp_path: Path) -> None:
     assert len(episodes) == 3 and texts.count("hi") == 1
     assert [e.complete for e in episodes] == [True, True, False]  # unfinished ones come last
     assert episodes[1].start["observation"]["text"] == "hi"
+
+
+def test_append_after_mid_file_damage_keeps_the_intact_frames(sokoban_file: Path) -> None:
+    full, _ = _frames(sokoban_file)
+    offsets = _offsets(sokoban_file)
+    data = bytearray(sokoban_file.read_bytes())
+    data[offsets[3] + fmt.FRAME_HEAD.size + 3] ^= 0x01  # damage one frame in the middle
+    sokoban_file.write_bytes(bytes(data) + b"\xa7AG")  # and leave a torn tail
+    with TrajectoryWriter(sokoban_file, "a") as w:
+        assert w.truncated_bytes == 3
+        w.write({"type": "note", "episode_id": "x"})
+    frames, problems = _frames(sokoban_file)
+    assert frames[:-1] == full[:2] + full[3:] and frames[-1]["type"] == "note"
+    assert [p.kind for p in problems] == ["corrupt_frame"]
 
 
 def test_reader_follows_a_file_being_written(tmp_path: Path) -> None:
