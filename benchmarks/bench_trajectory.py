@@ -236,7 +236,8 @@ def _record_overhead(steps: int, repeats: int) -> tuple[float, float, float]:
             seed = rep * 10_000
             for env in (bare, rec):
                 env.reset(seed=seed)
-            moves = bare.unwrapped.admissible_actions()
+            bare_core: Any = bare.unwrapped
+            moves = bare_core.admissible_actions()
             actions = [moves[int(i)] for i in rng.integers(0, 4, steps)]
             for i, a in enumerate(actions):
                 first, second = (bare, rec) if i % 2 == 0 else (rec, bare)
@@ -282,8 +283,10 @@ def _record_step_cost(n: int) -> tuple[float, float]:
     move = info["admissible_actions"][0]
     result = env.step(move)
 
+    core: Any = env.unwrapped
+
     def step() -> None:
-        if env.unwrapped._done:
+        if core._done:
             env.reset(seed=1)
         env.step(move)
 
@@ -295,7 +298,7 @@ def _record_step_cost(n: int) -> tuple[float, float]:
                 ep,
                 action=move,
                 obs=result[0],
-                reward=result[1],
+                reward=float(result[1]),
                 terminated=False,
                 truncated=False,
                 info=result[4],
@@ -323,10 +326,10 @@ def run(quick: bool = False) -> str:
         rows = _format_rows("text step", text_steps, tmp) + _format_rows(
             "1280x720 screenshot step", img_steps, tmp
         )
-        png_sizes = [len(encode_image(s)["png"]) for s in shots]
+        png_sizes = [len(encode_image(shot)["png"]) for shot in shots]
     t0 = time.perf_counter()
-    for s in shots:
-        encode_image(s)
+    for shot in shots:
+        encode_image(shot)
     png_ms = (time.perf_counter() - t0) / len(shots) * 1e3
     bare, recorded, overhead = _record_overhead(2000 if quick else 5000, 2 if quick else 4)
     env_us, rec_us = _record_step_cost(2000 if quick else 10000)

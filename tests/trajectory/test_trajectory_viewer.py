@@ -131,3 +131,15 @@ def test_viewer_renders_in_headless_chromium(mixed_file: Path, tmp_path: Path) -
             browser.close()
     assert errors == []
     assert all(u.startswith(("file:", "data:")) for u in requests), requests
+
+
+def test_viewer_lists_file_damage_and_still_renders(sokoban_file: Path) -> None:
+    with trj.open(sokoban_file) as reader:
+        offsets = [o for o, _ in reader.frames_with_offsets()]
+    data = bytearray(sokoban_file.read_bytes())
+    data[offsets[2] + 20] ^= 0xFF
+    sokoban_file.write_bytes(bytes(data))
+    page = trj.render_html(sokoban_file)
+    assert page is not None
+    assert "corrupt_frame" in page and f"@{offsets[2]}" in page
+    assert page.count("class='episode'") == 3  # every episode still shown
