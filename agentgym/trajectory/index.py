@@ -10,6 +10,7 @@ filtered read or a lookup by id skips the rest of the file.
 from __future__ import annotations
 
 import os
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,14 @@ import msgpack
 from agentgym.trajectory.reader import TrajectoryReader
 
 INDEX_VERSION = 1
+_HEAD_BYTES = 4096
+
+
+def _fingerprint(path: str | os.PathLike[str]) -> list[int]:
+    """File size and CRC-32 of its first 4 KiB (the header, with its created_at and pid)."""
+    with Path(path).open("rb") as f:
+        head = f.read(_HEAD_BYTES)
+    return [os.path.getsize(path), zlib.crc32(head)]
 
 
 def index_path(path: str | os.PathLike[str]) -> Path:
@@ -69,7 +78,13 @@ def build_index(path: str | os.PathLike[str], *, write: bool = True) -> list[dic
     out = list(rows.values())
     if write:
         data = msgpack.packb(
-            {"version": INDEX_VERSION, "file_size": size, "episodes": out}, use_bin_type=True
+            {
+                "version": INDEX_VERSION,
+                "file_size": size,
+                "fingerprint": [size, _fingerprint(path)[1]],
+                "episodes": out,
+            },
+            use_bin_type=True,
         )
         tmp = index_path(path).with_suffix(".idx.tmp")
         tmp.write_bytes(data)
@@ -78,14 +93,14 @@ def build_index(path: str | os.PathLike[str], *, write: bool = True) -> list[dic
 
 
 def load_index(path: str | os.PathLike[str]) -> list[dict[str, Any]] | None:
-    """The sidecar rows if an index exists and matches the file's current size, else None."""
+    """The sidecar rows if an index exists and matches the file (size and header), else None."""
     ipath = index_path(path)
     try:
         data = msgpack.unpackb(ipath.read_bytes(), raw=False, strict_map_key=False)
         if (
             isinstance(data, dict)
             and data.get("version") == INDEX_VERSION
-            and data.get("file_size") == os.path.getsize(path)
+            and data.get("fingerprint") == _fingerprint(path)
         ):
             return list(data["episodes"])
     except (OSError, ValueError, KeyError, TypeError, msgpack.ExtraData):

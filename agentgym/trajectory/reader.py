@@ -262,8 +262,9 @@ class TrajectoryReader:
 
     def read_frame(self, offset: int) -> dict[str, Any]:
         """The frame at a known offset (from the index)."""
-        for _, frame in self._iter_raw(offset, limit=1):
-            return _with_images(frame)
+        for pos, frame in self._iter_raw(offset, limit=1):
+            if pos == offset:
+                return _with_images(frame)
         raise fmt.TrajectoryFormatError(f"{self.path}: no intact frame at offset {offset}")
 
     # ---- public iteration ------------------------------------------------------------------

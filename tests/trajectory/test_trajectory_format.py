@@ -380,3 +380,12 @@ def test_fsync_mode_and_close_ends_open_episodes(tmp_path: Path) -> None:
     assert got.end["termination"] == "aborted" and got.end["reward_components"] == {"outcome": 0.5}
     with pytest.raises(trj.TrajectoryFormatError, match="after close"):
         rec.writer.write({"type": "x"})
+
+
+def test_index_of_a_rewritten_file_of_equal_size_is_not_trusted(tmp_path: Path) -> None:
+    path = record_sokoban(tmp_path / "same.agtr", episodes=2)
+    trj.build_index(path)
+    data = bytearray(path.read_bytes())
+    data[40] ^= 0x01  # same size, different header bytes: e.g. another recording
+    path.write_bytes(bytes(data))
+    assert trj.load_index(path) is None
