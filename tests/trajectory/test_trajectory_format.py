@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import record_sokoban
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from trajectory_helpers import record_sokoban
 
 import agentgym.trajectory as trj
 from agentgym.error import AgentGymError
