@@ -17,7 +17,12 @@ from agentgym.core import AgentEnv
 from agentgym.episodes import play
 from agentgym.trajectory.writer import TrajectoryWriter
 
-SINGLE_AGENT_IDS = [r.id for r in agentgym.list_envs(multi_agent=False)]
+#: Families whose envs need a marked resource (so `-m "not browser"` etc. deselects them).
+FAMILY_MARKS = {"web": pytest.mark.browser, "code": pytest.mark.sandbox}
+SINGLE_AGENT_IDS = [
+    pytest.param(r.id, marks=[FAMILY_MARKS[r.family]] if r.family in FAMILY_MARKS else [])
+    for r in agentgym.list_envs(multi_agent=False)
+]
 MAX_TURNS = 8  # small budgets keep the round trip quick for every family
 
 
