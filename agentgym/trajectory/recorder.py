@@ -105,10 +105,9 @@ class Recorder:
             [encode_image(im, self.png_compress_level) for im in raw_images] if raw_images else []
         )
         out = {"text": obs.get("text", ""), "images": images}
-        if len(obs) > 2:  # a richer observation dict keeps its extra keys
-            for key, value in obs.items():
-                if key not in out:
-                    out[key] = value
+        for key, value in obs.items():  # a richer observation dict keeps its extra keys
+            if key not in out:
+                out[key] = value
         return out
 
     def _info(self, info: Mapping[str, Any]) -> dict[str, Any]:
@@ -194,7 +193,7 @@ class Recorder:
         if "success" in info:
             ep.success = bool(info["success"])
         index = ep.steps
-        if type(obs) is dict and len(obs) == 2 and not obs.get("images"):
+        if type(obs) is dict and len(obs) == 2 and "text" in obs and not obs.get("images", 1):
             observation = {"text": obs.get("text", ""), "images": []}  # the common text case
         else:
             observation = self._observation(obs)

@@ -389,3 +389,22 @@ def test_index_of_a_rewritten_file_of_equal_size_is_not_trusted(tmp_path: Path) 
     data[40] ^= 0x01  # same size, different header bytes: e.g. another recording
     path.write_bytes(bytes(data))
     assert trj.load_index(path) is None
+
+
+def test_extra_observation_keys_are_kept(tmp_path: Path) -> None:
+    path = tmp_path / "extra.agtr"
+    with trj.Recorder(path) as rec:
+        ep = rec.start_episode(env_id="e", obs={"text": "a", "url": "file:///x"}, info={})
+        rec.record_step(
+            ep,
+            action="a",
+            obs={"text": "b", "dom": [1, 2]},
+            reward=0.0,
+            terminated=True,
+            truncated=False,
+            info={},
+        )
+    with trj.open(path) as reader:
+        (got,) = list(reader.episodes())
+    assert got.start["observation"] == {"text": "a", "images": [], "url": "file:///x"}
+    assert got.steps[0]["observation"] == {"text": "b", "images": [], "dom": [1, 2]}
