@@ -89,3 +89,36 @@ def test_rows_have_one_schema_and_filters_apply(tmp_path: Path, pixel_env_id: st
     assert [r["episode_id"] for r in wins] == [r["episode_id"] for r in rows if r["success"]]
     some = list(trj.iter_rows(path, task_id=rows[0]["task_id"]))
     assert {r["task_id"] for r in some} == {rows[0]["task_id"]}
+
+
+def test_cli_export_filters(tmp_path: Path) -> None:
+    from agentgym.agents.scripted import OraclePolicy, RandomPolicy
+    from agentgym.episodes import play
+
+    path = tmp_path / "f.agtr"
+    with trj.Recorder(path) as rec:
+        for env_id, policy, kwargs in (
+            ("agentgym/Sokoban-Tiny-v0", OraclePolicy(), {}),  # solves every level
+            ("agentgym/Sokoban-Medium-v0", RandomPolicy(7), {"max_turns": 1}),  # cannot
+        ):
+            play(
+                env_id,
+                policy,
+                episodes=4,
+                seed=0,
+                env_kwargs=kwargs,
+                progress=False,
+                **rec.play_callbacks(env_id, env_kwargs=kwargs, seed=0),
+            )
+    with trj.open(path) as reader:
+        wins = {e.episode_id for e in reader.episodes() if e.success}
+    assert len(wins) == 4
+    out = tmp_path / "f.jsonl"
+    assert (
+        cli_main(["export", str(path), "--success-only", "--images", "omit", "-o", str(out)]) == 0
+    )
+    got = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["episode_id"] for r in got} == wins
+    assert {r["env_id"] for r in got} == {"agentgym/Sokoban-Tiny-v0"}
+    assert cli_main(["export", str(path), "--min-return", "-100", "-o", str(out)]) == 0
+    assert len(out.read_text().splitlines()) == 8
