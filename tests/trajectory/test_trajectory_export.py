@@ -57,7 +57,7 @@ def test_jsonl_images_are_png_data_urls_or_omitted(tmp_path: Path, pixel_env_id:
 
 
 def test_rows_have_one_schema_and_filters_apply(tmp_path: Path, pixel_env_id: str) -> None:
-    from agentgym.agents.scripted import RandomPolicy
+    from agentgym.agents.scripted import OraclePolicy, RandomPolicy
     from agentgym.episodes import play
 
     path = tmp_path / "r.agtr"
@@ -71,12 +71,20 @@ def test_rows_have_one_schema_and_filters_apply(tmp_path: Path, pixel_env_id: st
             progress=False,
             **rec.play_callbacks(env_id, seed=0),
         )
+        play(
+            env_id,
+            OraclePolicy(),
+            episodes=2,
+            seed=50,
+            progress=False,
+            **rec.play_callbacks(env_id, seed=50),
+        )
         env = Record(gym.make(pixel_env_id), rec)
         env.reset(seed=1)
         env.step("<answer>1</answer>")
         env.close()
     rows = list(trj.iter_rows(path))
-    assert len(rows) == 7
+    assert len(rows) == 9
     keys = set(rows[0])
     for row in rows:
         assert set(row) == keys
@@ -86,6 +94,7 @@ def test_rows_have_one_schema_and_filters_apply(tmp_path: Path, pixel_env_id: st
     assert sum(len(r["images"]) for r in rows) == 2  # the pixel episode: reset + 1 step
     assert rows[-1]["images"][0]["bytes"].startswith(b"\x89PNG")
     wins = list(trj.iter_rows(path, success=True))
+    assert 2 <= len(wins) < len(rows)
     assert [r["episode_id"] for r in wins] == [r["episode_id"] for r in rows if r["success"]]
     some = list(trj.iter_rows(path, task_id=rows[0]["task_id"]))
     assert {r["task_id"] for r in some} == {rows[0]["task_id"]}
