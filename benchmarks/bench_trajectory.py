@@ -9,7 +9,8 @@ Measured in one run, same data both ways:
 * per-step cost of ``agentgym.wrappers.Record`` on Sokoban against the bare env.
 
 The baseline JSONL writer does what a careful hand-rolled logger does: one ``json.dumps``
-line per step, flushed per line (as the .agtr writer hands every frame to the OS at once).
+line per step, flushed per line (as the .agtr writer hands every frame to the OS at once),
+and an fsync at close (as ``Recorder.close`` does).
 """
 
 from __future__ import annotations
@@ -135,6 +136,8 @@ class _JsonlWriter:
         self.f.flush()
 
     def close(self) -> None:
+        self.f.flush()
+        os.fsync(self.f.fileno())  # as Recorder.close() does
         self.f.close()
 
 
@@ -340,9 +343,11 @@ def run(quick: bool = False) -> str:
             "",
             f"Machine: {cpu}-core CPU, no GPU (shared with other jobs; figures are the best of 2 "
             "runs for throughput; for the overhead both envs are stepped in lockstep, alternating "
-            "which goes first, so machine load hits both alike). Baseline: plain "
-            "JSONL of the same data, one `json.dumps` line per step flushed per line, token ids "
-            "and logprobs as JSON lists, screenshots as base64 PNG (same PNG encoder and level). "
+            "which goes first, timed in thread CPU time, so machine load hits both alike). "
+            "Baseline: plain "
+            "JSONL of the same data, one `json.dumps` line per step flushed per line and an "
+            "fsync at close (as the recorder does), token ids and logprobs as JSON lists, "
+            "screenshots as base64 PNG (same PNG encoder and level). "
             "Read = iterate every step; images are returned as PNG bytes (not decoded) both ways.",
             "",
             f"Text step: ~1,150-word observation, a tool call, 400 token ids + 400 logprobs "
