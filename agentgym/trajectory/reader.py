@@ -61,6 +61,13 @@ class Episode:
     steps: list[dict[str, Any]] = field(default_factory=list)
     end: dict[str, Any] | None = None
 
+    def __repr__(self) -> str:  # the frames can be large: show a summary
+        return (
+            f"Episode({self.episode_id!r}, env_id={self.env_id!r}, task_id={self.task_id!r}, "
+            f"steps={self.length}, return_={self.return_:.4g}, success={self.success}, "
+            f"complete={self.complete})"
+        )
+
     @property
     def complete(self) -> bool:
         return self.start is not None and self.end is not None
