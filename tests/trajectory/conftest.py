@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import gymnasium as gym
 import pytest
-from trajectory_helpers import PIXEL_ID, PixelEnv, record_sokoban
 
 import agentgym
 from agentgym.registry import _RECORDS
+
+# The test modules import ``trajectory_helpers`` from this folder whatever pytest's import mode.
+sys.path.insert(0, str(Path(__file__).parent))
+
+from trajectory_helpers import PIXEL_ID, PixelEnv, record_sokoban
 
 
 @pytest.fixture
