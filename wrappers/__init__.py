@@ -2,7 +2,8 @@
 
 from agentgym.wrappers.chat import ChatHistory
 from agentgym.wrappers.limits import LimitTurns
+from agentgym.wrappers.record import Record
 from agentgym.wrappers.rewards import ReweightReward
 from agentgym.wrappers.seats import AsParallelEnv, SeatAsEnv
 
-__all__ = ["AsParallelEnv", "ChatHistory", "LimitTurns", "ReweightReward", "SeatAsEnv"]
+__all__ = ["AsParallelEnv", "ChatHistory", "LimitTurns", "Record", "ReweightReward", "SeatAsEnv"]

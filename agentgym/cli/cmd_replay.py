@@ -1,0 +1,49 @@
+"""``agentgym replay FILE``: re-run recorded episodes and report the first divergence of each.
+
+Exit status 0 when every episode replays identically, 1 on any divergence or env error,
+2 when the file cannot be read at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "replay", help="check that recorded episodes replay identically", description=__doc__
+    )
+    p.add_argument("file", help="an .agtr trajectory file")
+    p.add_argument(
+        "--episode",
+        action="append",
+        dest="episodes",
+        metavar="ID",
+        help="replay only this episode id (repeatable)",
+    )
+    p.add_argument("--max-episodes", type=int, default=None, help="stop after N episodes")
+    p.add_argument(
+        "--reward-tol",
+        type=float,
+        default=1e-9,
+        help="relative tolerance for rewards (default 1e-9)",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable report")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from agentgym.trajectory import replay
+
+    report = replay(
+        args.file,
+        episode_ids=args.episodes,
+        max_episodes=args.max_episodes,
+        reward_tol=args.reward_tol,
+    )
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(report.format())
+    return 0 if report.ok else 1

@@ -1,0 +1,35 @@
+"""``agentgym view FILE -o out.html``: write a self-contained HTML viewer of a trajectory file.
+
+The page needs no network: open it in any browser, attach it to an issue, or archive it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "view", help="render a trajectory file as one HTML page", description=__doc__
+    )
+    p.add_argument("file", help="an .agtr trajectory file")
+    p.add_argument(
+        "-o", "--output", default=None, help="output HTML path (default: FILE with .html)"
+    )
+    p.add_argument(
+        "--max-episodes",
+        type=int,
+        default=None,
+        help="render only the first N episodes (large files)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from agentgym.trajectory import render_html
+
+    out = Path(args.output) if args.output else Path(args.file).with_suffix(".html")
+    render_html(args.file, out, max_episodes=args.max_episodes)
+    print(f"wrote {out} ({out.stat().st_size / 1024:.1f} KiB)")
+    return 0

@@ -1,0 +1,160 @@
+"""``TrajectoryWriter``: appends frames to an ``.agtr`` file, crash-safely and thread-safely.
+
+Each frame goes to the OS in ONE unbuffered ``write`` call (then an optional ``fsync``), so
+a process killed at any moment leaves every earlier frame intact and at most one torn frame
+at the end. Reopening a file for append finds the last good frame boundary and truncates
+the torn tail before writing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import logging
+import os
+import sys
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agentgym.trajectory import format as fmt
+
+logger = logging.getLogger(__name__)
+
+_PACKAGES = ("numpy", "gymnasium", "msgpack", "pillow", "torch", "transformers")
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of Python and of the packages that shape observations (installed ones only)."""
+    import importlib.metadata as md
+
+    out = {"python": sys.version.split()[0]}
+    for name in _PACKAGES:
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            continue
+    return out
+
+
+def make_header(env_id: str | None = None, extra: Mapping[str, Any] | None = None) -> dict:
+    """The ``header`` frame payload."""
+    from agentgym import __version__
+
+    env_version = None
+    if env_id and "-v" in env_id:
+        env_version = env_id.rsplit("-v", 1)[1]
+    return {
+        "type": "header",
+        "schema": [fmt.SCHEMA_MAJOR, fmt.SCHEMA_MINOR],
+        "agentgym_version": __version__,
+        "env_id": env_id,
+        "env_version": env_version,
+        "packages": package_versions(),
+        "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds"),
+        "writer": {"pid": os.getpid(), "platform": sys.platform},
+        **dict(extra or {}),
+    }
+
+
+def scan_good_end(path: str | os.PathLike[str]) -> tuple[int, int]:
+    """(offset just past the last intact frame, number of intact frames) of an existing file.
+
+    Damage in the middle is skipped (the reader resynchronises), so appending after a crash
+    cuts only the torn tail, never intact frames that follow a damaged one.
+    """
+    from agentgym.trajectory.reader import TrajectoryReader
+
+    frames = 0
+    with TrajectoryReader(path) as reader:
+        for _ in reader.frames_with_offsets():
+            frames += 1
+        return reader.last_frame_end, frames
+
+
+class TrajectoryWriter:
+    """Append frames to ``path``.
+
+    Args:
+        path: The ``.agtr`` file.
+        mode: ``"w"`` creates or overwrites; ``"a"`` appends (creating the file if needed),
+            truncating a torn tail left by a crash first.
+        fsync: ``os.fsync`` after every frame (survives power loss, costs ~ms per frame);
+            without it each frame is still handed to the OS at once (survives a process kill).
+        env_id: Stored in the header of a new file.
+        header_extra: More header fields (e.g. ``{"run": "exp-12"}``).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        mode: str = "w",
+        *,
+        fsync: bool = False,
+        env_id: str | None = None,
+        header_extra: Mapping[str, Any] | None = None,
+    ):
+        if mode not in ("w", "a"):
+            raise fmt.TrajectoryFormatError(f"mode must be 'w' or 'a', got {mode!r}.")
+        self.path = Path(path)
+        self.fsync = fsync
+        self._lock = threading.Lock()
+        self.truncated_bytes = 0
+        self.frames_written = 0
+        self.bytes_written = 0
+        self._closed = False
+        existing = mode == "a" and self.path.exists() and self.path.stat().st_size > 0
+        if existing:
+            good_end, _ = scan_good_end(self.path)
+            size = self.path.stat().st_size
+            self._fd = os.open(self.path, os.O_WRONLY)
+            if good_end < size:
+                self.truncated_bytes = size - good_end
+                logger.warning(
+                    "%s: truncating %d bytes of torn/damaged tail before appending",
+                    self.path,
+                    self.truncated_bytes,
+                )
+                os.ftruncate(self._fd, good_end)
+            os.lseek(self._fd, good_end, os.SEEK_SET)
+        else:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            self._write_all(fmt.preamble_bytes())
+            self.write(make_header(env_id, header_extra))
+
+    def _write_all(self, data: bytes) -> None:
+        n = os.write(self._fd, data)
+        if n < len(data):  # rare: a partial write (signal, full disk); finish it
+            view = memoryview(data)[n:]
+            while view:
+                view = view[os.write(self._fd, view) :]
+
+    def write(self, payload: Mapping[str, Any]) -> int:
+        """Encode and append one frame; returns its size in bytes."""
+        data = fmt.frame_bytes(fmt.pack(payload))  # encode outside the lock: threads overlap
+        with self._lock:
+            if self._closed:
+                raise fmt.TrajectoryFormatError(f"{self.path}: write() after close().")
+            self._write_all(data)
+            if self.fsync:
+                os.fsync(self._fd)
+            self.frames_written += 1
+            self.bytes_written += len(data)
+        return len(data)
+
+    def close(self) -> None:
+        """Flush to disk and close. Safe to call more than once."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            with contextlib.suppress(OSError):  # e.g. a pipe
+                os.fsync(self._fd)
+            os.close(self._fd)
+
+    def __enter__(self) -> TrajectoryWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,90 @@
+"""Helpers for the trajectory tests: a tiny vision env and small real recordings.
+
+A uniquely named module (not ``conftest``) so the env's entry point always resolves here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from agentgym.agents.scripted import OraclePolicy
+from agentgym.core import AgentEnv, ResetOutcome, StepOutcome
+from agentgym.episodes import play
+from agentgym.parsing import ParsedAction
+from agentgym.trajectory import Recorder
+
+PIXEL_ID = "tests/Pixels-v0"
+
+
+class PixelEnv(AgentEnv):
+    """Guess a hidden digit; every observation carries a screenshot drawn from the state."""
+
+    metadata: ClassVar[dict[str, Any]] = {"family": "tests", "render_modes": ["ansi"]}
+    default_reward_weights: ClassVar[Mapping[str, float]] = {"format": 0.1, "outcome": 1.0}
+    default_max_turns = 4
+
+    def __init__(self, height: int = 48, width: int = 64, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.height, self.width = height, width
+        self._target = 0
+        self._guesses: list[int] = []
+
+    def task_ids(self, split: str | None = None) -> Sequence[str]:
+        return [f"pix-{i}" for i in range(10)] if (split or self.split) == "train" else ["pix-t"]
+
+    def _image(self) -> np.ndarray:
+        img = np.zeros((self.height, self.width, 3), np.uint8)
+        img[..., 0] = self._noise
+        img[: 8 * (len(self._guesses) + 1), : 6 * (self._target + 1), 1] = 255
+        return img
+
+    def _reset(self, task_id: str, options: Mapping[str, Any]) -> ResetOutcome:
+        self._target = int(self.np_random.integers(10))
+        self._noise = self.np_random.integers(0, 255, (self.height, self.width), dtype=np.uint8)
+        self._guesses = []
+        return ResetOutcome(
+            text="Guess the digit shown by the green bar's width.",
+            instruction="Answer with <answer>d</answer>.",
+            system_prompt="You see images.",
+            images=(self._image(),),
+        )
+
+    def _step(self, action: ParsedAction) -> StepOutcome:
+        guess = -1
+        if action.answer is not None and action.answer.strip().isdigit():
+            guess = int(action.answer.strip())
+        self._guesses.append(guess)
+        right = guess == self._target
+        return StepOutcome(
+            text="right" if right else f"wrong: {guess}",
+            images=(self._image(),),
+            components={"outcome": float(right)},
+            terminated=right,
+            success=right,
+            action_valid=guess >= 0,
+        )
+
+    def state_key(self) -> str:
+        return f"{self._target}:{len(self._guesses)}"
+
+    def oracle_action(self) -> str:
+        return f"<answer>{self._target if self._guesses else (self._target + 1) % 10}</answer>"
+
+
+def record_sokoban(path: Path, episodes: int = 3, env_id: str = "agentgym/Sokoban-Tiny-v0") -> Path:
+    """A small real recording: oracle episodes of a Sokoban id."""
+    with Recorder(path) as rec:
+        play(
+            env_id,
+            OraclePolicy(),
+            episodes=episodes,
+            seed=0,
+            num_envs=2,
+            progress=False,
+            **rec.play_callbacks(env_id),
+        )
+    return path
