@@ -80,7 +80,9 @@ def play_and_maybe_record(
     except ImportError as exc:
         raise DependencyMissingError("agentgym.trajectory", "pip install -e .") from exc
     with Recorder(record) as rec:
-        return play(env_id, policy, **kwargs, **rec.play_callbacks(env_id, env_kwargs=env_kwargs))
+        return play(
+            env_id, policy, **kwargs, **rec.play_callbacks(env_id, env_kwargs=env_kwargs, seed=seed)
+        )
 
 
 def run(args: argparse.Namespace) -> int:
