@@ -102,7 +102,11 @@ class SiteServer:
             if not body:
                 return Response("not found", status_code=404)
             suffix = name[name.rfind(".") :]
-            return Response(body, media_type=_STATIC_TYPES.get(suffix, "text/plain"))
+            return Response(
+                body,
+                media_type=_STATIC_TYPES.get(suffix, "text/plain"),
+                headers={"cache-control": "max-age=3600"},
+            )
         match = _HOST.match(http.headers.get("host", ""))
         site = self.sites.get(int(match.group(1))) if match else None
         if site is None:

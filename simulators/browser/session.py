@@ -36,10 +36,6 @@ _SELECT_JS = (
     " if (e && e.select) e.select(); }"
 )
 _RESET_LEAVING_JS = "() => { if (window.__ag) window.__ag.leaving = false; }"
-_URL_JS = (
-    "() => { let s = location.search; try { s = decodeURIComponent(s.replace(/\\+/g, ' ')); }"
-    " catch (e) {} return location.pathname + s; }"
-)
 
 
 class BrowserError(RuntimeError):
@@ -195,11 +191,10 @@ class BrowserSession:
                 else:
                     raise
             if not data.get("leaving"):
-                url = page.url
+                url = data.get("href", "")
                 if not url.startswith(self.slot.origin + "/"):
                     raise BrowserError(f"the page left the site ({url[:80]})")
                 obs = PageObservation.from_js(data)
-                obs.url = await page.evaluate(_URL_JS)
                 self.slot.url = url[len(self.slot.origin) :]
                 self._last = obs
                 return obs

@@ -22,5 +22,20 @@
       );
     },
   };
-  window.addEventListener("beforeunload", () => { window.__ag.leaving = true; }, true);
+  const leave = () => { window.__ag.leaving = true; };
+  window.addEventListener("beforeunload", leave, true);
+  // Form submissions and link clicks navigate asynchronously: flag them as soon as they are
+  // certain (bubble phase on window runs last, after any preventDefault of the page).
+  window.addEventListener("submit", (e) => { if (!e.defaultPrevented) leave(); });
+  window.addEventListener("click", (e) => {
+    if (e.defaultPrevented || !(e.target instanceof Element)) return;
+    const a = e.target.closest("a[href]");
+    if (!a || a.target === "_blank") return;
+    let to;
+    try { to = new URL(a.href, location.href); } catch (err) { return; }
+    const here = new URL(location.href);
+    if (to.origin === here.origin && to.pathname === here.pathname && to.search === here.search && to.hash) return;
+    if (to.protocol !== "http:" && to.protocol !== "https:") return;
+    leave();
+  });
 })();

@@ -93,6 +93,8 @@ async () => {
   }
   if (document.body) walk(document.body, false);
   window.__agNext = next;
+  let search = location.search;
+  try { search = decodeURIComponent(search.replace(/\+/g, " ")); } catch (e) {}
   return { leaving: false, lines, elements, title: norm(document.title),
-           url: location.pathname + location.search };
+           url: location.pathname + search, href: location.href };
 }
