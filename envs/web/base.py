@@ -177,6 +177,8 @@ class WebEnv(AgentEnv):
             )
         answer = None
         error: str | None
+        if self._driver is not None:
+            self._driver.infra_error = False
         if action.tool_calls:
             call = action.tool_calls[0]
             if call.name == "answer":
@@ -187,6 +189,9 @@ class WebEnv(AgentEnv):
         else:
             answer = str(action.answer)
             error = None
+        # A failed action is the model's mistake (invalid, format penalty) unless the browser
+        # itself failed (crash, hang, restart), which the observation reports without penalty.
+        valid = error is None or bool(getattr(self._driver, "infra_error", False))
         notice = getattr(self._driver, "notice", None)
         if notice:
             error = f"{error}; {notice}" if error else notice
@@ -201,6 +206,7 @@ class WebEnv(AgentEnv):
             components=grade.components,
             terminated=grade.done,
             success=grade.success,
+            action_valid=valid,
             error=error,
             info={"url": self._page.url if self._page else ""},
         )

@@ -291,6 +291,7 @@ class TextBrowser:
         self.doc: TextDocument | None = None
         self.history: list[str] = []
         self.focus: Node | None = None
+        self.infra_error = False
 
     @property
     def url(self) -> str:

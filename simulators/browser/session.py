@@ -60,6 +60,8 @@ class BrowserSession:
         self.navigation_timeout = navigation_timeout
         self._last: PageObservation | None = None
         self.notice: str | None = None
+        #: True when the last action failed because of the browser, not the model.
+        self.infra_error = False
         self._closed = False
 
     @property
@@ -132,11 +134,13 @@ class BrowserSession:
     def _run(self, coro: Any) -> str | None:
         """Run one action + observation; turn every failure into an error message."""
         self.notice = None
+        self.infra_error = False
         try:
             return self.runtime.call(self._guarded(coro), self.action_timeout + self.navigation_timeout)
         except Exception as exc:  # timeouts, crashes, a dead browser
             coro.close() if hasattr(coro, "close") else None
             message = _describe(exc)
+            self.infra_error = True
             recovered = self._recover()
             return f"{message}; {recovered}"
 
