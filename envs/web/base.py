@@ -127,7 +127,10 @@ class WebEnv(AgentEnv):
                 from agentgym.simulators.browser.session import BrowserSession
 
                 self._driver = BrowserSession(
-                    get_runtime(), self.site, action_timeout=self.action_timeout
+                    get_runtime(),
+                    self.site,
+                    action_timeout=self.action_timeout,
+                    navigation_timeout=self.action_timeout,
                 )
         return self._driver
 

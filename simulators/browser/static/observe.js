@@ -2,6 +2,8 @@
 // document's lifetime) and list them, in document order, interleaved with visible text.
 // The Python mirror in agentgym.simulators.browser.dom follows exactly the same rules.
 async () => {
+  if (document.readyState === "loading")
+    await new Promise((r) => document.addEventListener("DOMContentLoaded", r, { once: true }));
   const ag = window.__ag;
   if (ag && ag.pending.size) await Promise.allSettled([...ag.pending]);
   if (ag && ag.leaving) return { leaving: true };
