@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-
-import agentgym  # noqa: F401  (registers the envs)
-from agentgym.parsing import render_tool_call
 from agentgym.simulators.browser.runtime import get_runtime
 from agentgym.simulators.browser.session import BrowserSession
 from agentgym.simulators.browser.site import Request, Response, Site, page
+
+import agentgym  # noqa: F401  (registers the envs)
+from agentgym.parsing import render_tool_call
 
 BGYM_PYTHON = os.environ.get("AGENTGYM_BGYM_PYTHON", "/tmp/bgym-venv/bin/python")
 PEER_SCRIPT = Path(__file__).with_name("bgym_peer.py")
@@ -55,6 +55,11 @@ class ButtonsSite(Site):
         pass
 
 
+def _u(env: gym.Env) -> Any:
+    """The agentgym env under gym.make's wrappers."""
+    return env.unwrapped
+
+
 def _switch_env(**kw: Any) -> gym.Env:
     return gym.make("agentgym/WebWidgets-v0", kinds=["toggle-switches"], max_turns=10**9, **kw)
 
@@ -71,10 +76,12 @@ def _throughput(n_envs: int, seconds: float, **kw: Any) -> tuple[float, int]:
 
     def work(i: int) -> None:
         env = envs[i]
-        switches = [e["bid"] for e in env.unwrapped.page_elements() if e["role"] == "switch"]
+        switches = [e["bid"] for e in _u(env).page_elements() if e["role"] == "switch"]
         k = 0
         while time.perf_counter() < stop:
-            _, _, _, _, info = env.step(render_tool_call("click", {"bid": switches[k % len(switches)]}))
+            _, _, _, _, info = env.step(
+                render_tool_call("click", {"bid": switches[k % len(switches)]})
+            )
             errors[i] += info["error"] is not None
             k += 1
             counts[i] += 1
@@ -118,7 +125,7 @@ def _episodes(env_id: str, n_envs: int, seconds: float) -> tuple[float, float, i
             env.reset(seed=seed)
             seed += 1
             while True:
-                _, _, term, trunc, info = env.step(env.unwrapped.oracle_action())
+                _, _, term, trunc, info = env.step(_u(env).oracle_action())
                 errors[i] += info["error"] is not None
                 if term or trunc:
                     break
@@ -145,7 +152,7 @@ def _text_mode_rate(seconds: float) -> float:
         env.reset(seed=seed)
         seed += 1
         while True:
-            _, _, term, trunc, _ = env.step(env.unwrapped.oracle_action())
+            _, _, term, trunc, _ = env.step(_u(env).oracle_action())
             steps += 1
             if term or trunc:
                 break
@@ -168,7 +175,12 @@ def _memory() -> tuple[float, float]:
 
 def _soak(seconds: float) -> tuple[int, int, int]:
     """Mixed envs on 4 threads running oracle episodes; returns (steps, episodes, errors)."""
-    ids = ["agentgym/WebWidgets-v0", "agentgym/WebShop-v0", "agentgym/WebForms-v0", "agentgym/WebTodo-v0"]
+    ids = [
+        "agentgym/WebWidgets-v0",
+        "agentgym/WebShop-v0",
+        "agentgym/WebForms-v0",
+        "agentgym/WebTodo-v0",
+    ]
     steps = [0] * 4
     episodes = [0] * 4
     errors = [0] * 4
@@ -182,7 +194,7 @@ def _soak(seconds: float) -> tuple[int, int, int]:
                 env.reset(seed=seed)
                 seed += 1
                 while True:
-                    _, _, term, trunc, info = env.step(env.unwrapped.oracle_action())
+                    _, _, term, trunc, info = env.step(_u(env).oracle_action())
                     steps[i] += 1
                     errors[i] += info["error"] is not None or not info["action_valid"]
                     if term or trunc:
@@ -242,7 +254,9 @@ def _browsergym(url: str, steps: int, tuned: bool) -> dict[str, Any] | str:
     try:
         out = subprocess.run(
             [BGYM_PYTHON, str(PEER_SCRIPT), url, str(steps), "1" if tuned else "0"],
-            capture_output=True, text=True, timeout=300,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
     except subprocess.TimeoutExpired:
         return "not run: timed out"
@@ -259,35 +273,89 @@ def run(quick: bool = False) -> str:
     rate = {}
     for n in (1, 4, 8):
         rate[n], errs = _throughput(n, secs)
-        rows.append((f"steps/s, {n} env{'s' if n > 1 else ''}, text obs (widget clicks)", f"{rate[n]:.0f} ({errs} errors)"))
+        rows.append(
+            (
+                f"steps/s, {n} env{'s' if n > 1 else ''}, text obs (widget clicks)",
+                f"{rate[n]:.0f} ({errs} errors)",
+            )
+        )
     for n in (1, 4, 8):
         r, errs = _throughput(n, secs, screenshot="jpeg")
-        rows.append((f"steps/s, {n} env{'s' if n > 1 else ''}, text + JPEG screenshot", f"{r:.0f} ({errs} errors)"))
-    rows.append(("reset, WebWidgets (server reset + navigation), median", f"{_median_reset('agentgym/WebWidgets-v0', 15) * 1000:.0f} ms"))
-    rows.append(("reset, WebShop (browser), median", f"{_median_reset('agentgym/WebShop-v0', 15) * 1000:.0f} ms"))
-    rows.append(("reset, WebShopText (no browser), median", f"{_median_reset('agentgym/WebShopText-v0', 50) * 1000:.1f} ms"))
-    for env_id, n in (("agentgym/WebWidgets-v0", 1), ("agentgym/WebWidgets-v0", 4), ("agentgym/WebShop-v0", 4)):
+        rows.append(
+            (
+                f"steps/s, {n} env{'s' if n > 1 else ''}, text + JPEG screenshot",
+                f"{r:.0f} ({errs} errors)",
+            )
+        )
+    rows.append(
+        (
+            "reset, WebWidgets (server reset + navigation), median",
+            f"{_median_reset('agentgym/WebWidgets-v0', 15) * 1000:.0f} ms",
+        )
+    )
+    rows.append(
+        (
+            "reset, WebShop (browser), median",
+            f"{_median_reset('agentgym/WebShop-v0', 15) * 1000:.0f} ms",
+        )
+    )
+    rows.append(
+        (
+            "reset, WebShopText (no browser), median",
+            f"{_median_reset('agentgym/WebShopText-v0', 50) * 1000:.1f} ms",
+        )
+    )
+    for env_id, n in (
+        ("agentgym/WebWidgets-v0", 1),
+        ("agentgym/WebWidgets-v0", 4),
+        ("agentgym/WebShop-v0", 4),
+    ):
         eps, win, errs = _episodes(env_id, n, secs)
-        rows.append((f"oracle episodes/s, {env_id.split('/')[1]}, {n} env{'s' if n > 1 else ''}", f"{eps:.1f} (success {win:.0%}, {errs} errors)"))
+        rows.append(
+            (
+                f"oracle episodes/s, {env_id.split('/')[1]}, {n} env{'s' if n > 1 else ''}",
+                f"{eps:.1f} (success {win:.0%}, {errs} errors)",
+            )
+        )
     rows.append(("steps/s, WebShopText oracle (text mode, 1 env)", f"{_text_mode_rate(secs):.0f}"))
     fixed, per_env = _memory()
     rows.append(("Chromium RSS with 1 env (fixed cost)", f"{fixed:.0f} MiB"))
     rows.append(("Chromium RSS per extra env (tab), 1 -> 8 envs", f"{per_env:.0f} MiB"))
     steps, episodes, errors = _soak(soak_secs)
-    rows.append((f"soak {soak_secs:.0f} s, 4 mixed envs on threads", f"{steps} steps, {episodes} episodes, {errors} errors"))
+    rows.append(
+        (
+            f"soak {soak_secs:.0f} s, 4 mixed envs on threads",
+            f"{steps} steps, {episodes} episodes, {errors} errors",
+        )
+    )
 
     peer_steps = 10 if quick else 20
     r_reset, r_step, r_shot = _agentgym_buttons(100)
     peer = {tuned: _browsergym(_PEER_URL[0], peer_steps, tuned) for tuned in (False, True)}
     peer_rows = [
-        ("agentgym session", f"{r_reset * 1000:.0f} ms", f"{r_step * 1000:.1f} ms", f"{1 / r_step:.0f}"),
+        (
+            "agentgym session",
+            f"{r_reset * 1000:.0f} ms",
+            f"{r_step * 1000:.1f} ms",
+            f"{1 / r_step:.0f}",
+        ),
         ("agentgym session + JPEG screenshot", "", f"{r_shot * 1000:.1f} ms", f"{1 / r_shot:.0f}"),
     ]
     ratios = []
-    for tuned, label in ((False, "BrowserGym, defaults"), (True, "BrowserGym, slow_mo=0, pre_observation_delay=0")):
+    for tuned, label in (
+        (False, "BrowserGym, defaults"),
+        (True, "BrowserGym, slow_mo=0, pre_observation_delay=0"),
+    ):
         res = peer[tuned]
         if isinstance(res, dict):
-            peer_rows.append((label, f"{res['reset_s'] * 1000:.0f} ms", f"{res['step_s'] * 1000:.0f} ms", f"{1 / res['step_s']:.1f}"))
+            peer_rows.append(
+                (
+                    label,
+                    f"{res['reset_s'] * 1000:.0f} ms",
+                    f"{res['step_s'] * 1000:.0f} ms",
+                    f"{1 / res['step_s']:.1f}",
+                )
+            )
             ratios.append(f"{res['step_s'] / r_step:.0f}x faster per step than {label}")
         else:
             peer_rows.append((label, res, "", ""))

@@ -21,7 +21,7 @@ def main() -> None:
     resets = []
     for _ in range(2):
         t = time.perf_counter()
-        obs, info = env.reset()
+        obs, _ = env.reset()
         resets.append(time.perf_counter() - t)
     props = obs.get("extra_element_properties", {})
     # click the page's buttons (their BrowserGym ids) in turn
@@ -31,17 +31,21 @@ def main() -> None:
     for i in range(steps):
         bid = targets[i % len(targets)] if targets else "0"
         t = time.perf_counter()
-        obs, reward, term, trunc, info = env.step(f'click("{bid}")')
+        obs, _reward, _term, _trunc, _info = env.step(f'click("{bid}")')
         times.append(time.perf_counter() - t)
         errors += bool(obs.get("last_action_error"))
     env.close()
-    print(json.dumps({
-        "reset_s": statistics.median(resets),
-        "step_s": statistics.median(times),
-        "steps": steps,
-        "errors": errors,
-        "n_elements": len(props),
-    }))
+    print(
+        json.dumps(
+            {
+                "reset_s": statistics.median(resets),
+                "step_s": statistics.median(times),
+                "steps": steps,
+                "errors": errors,
+                "n_elements": len(props),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -24,7 +24,12 @@ register(
 )
 
 for _name, _module, _cls, _what in (
-    ("Forms", "forms", "WebFormsEnv", "three-page registration form with validation, per-field credit"),
+    (
+        "Forms",
+        "forms",
+        "WebFormsEnv",
+        "three-page registration form with validation, per-field credit",
+    ),
     ("Wiki", "wiki", "WebWikiEnv", "information seeking over a small wiki, ends with answer()"),
     ("Todo", "crud", "WebTodoEnv", "to-do list CRUD app over SQLite, scored by its rows"),
 ):

@@ -8,17 +8,19 @@ observation layout and the state key. Families supply the task set, the site and
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from agentgym.core import AgentEnv, ResetOutcome, StepOutcome
-from agentgym.error import InvalidConfigError
-from agentgym.parsing import ParsedAction, Tool, render_tool_call
 from agentgym.simulators.browser.actions import ANSWER, BROWSER_TOOLS, apply
 from agentgym.simulators.browser.dom import PageObservation, TextBrowser
 from agentgym.simulators.browser.site import Site
+
+from agentgym.core import AgentEnv, ResetOutcome, StepOutcome
+from agentgym.error import InvalidConfigError
+from agentgym.parsing import ParsedAction, Tool, render_tool_call
 
 MODES = ("browser", "text")
 SCREENSHOT_KINDS = (False, "png", "jpeg")
@@ -54,7 +56,7 @@ class WebEnv(AgentEnv):
         action_timeout: Seconds one browser action may take before it counts as hung.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"family": "web", "render_modes": ["ansi"]}
+    metadata: ClassVar[dict[str, Any]] = {"family": "web", "render_modes": ["ansi"]}  # type: ignore[misc]
     default_reward_weights: ClassVar[Mapping[str, float]] = {"format": 0.1, "outcome": 1.0}
     default_max_turns: ClassVar[int | None] = 20
     #: True when every page of the family works without JavaScript (text mode allowed).
@@ -86,7 +88,9 @@ class WebEnv(AgentEnv):
         if screenshot is True:
             screenshot = "png"
         if screenshot not in SCREENSHOT_KINDS:
-            raise InvalidConfigError(f"screenshot must be False, 'png' or 'jpeg', got {screenshot!r}.")
+            raise InvalidConfigError(
+                f"screenshot must be False, 'png' or 'jpeg', got {screenshot!r}."
+            )
         if screenshot and mode == "text":
             raise InvalidConfigError("screenshots need mode='browser'.")
         self.mode = mode
@@ -218,7 +222,9 @@ class WebEnv(AgentEnv):
         try:
             return self.driver.observe()
         except Exception as exc:  # the driver already tried to recover
-            return PageObservation(self.driver.url, "", [f"(the page could not be read: {exc})"], [])
+            return PageObservation(
+                self.driver.url, "", [f"(the page could not be read: {exc})"], []
+            )
 
     def _images(self) -> tuple[Any, ...]:
         if self.screenshot and self.mode == "browser":
@@ -227,7 +233,9 @@ class WebEnv(AgentEnv):
 
     def _render(self, error: str | None, message: str = "") -> str:
         page = self._page
-        steps_left = "unlimited" if self.max_turns is None else str(max(0, self.max_turns - self._turn))
+        steps_left = (
+            "unlimited" if self.max_turns is None else str(max(0, self.max_turns - self._turn))
+        )
         head = [
             f"Task: {self._instruction}",
             f"URL: {page.url if page else ''}",
@@ -280,9 +288,7 @@ class WebEnv(AgentEnv):
 
     def close(self) -> None:
         if self._driver is not None and hasattr(self._driver, "close"):
-            try:
+            with contextlib.suppress(Exception):
                 self._driver.close()
-            except Exception:
-                pass
         self._driver = None
         super().close()

@@ -32,9 +32,10 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from agentgym.envs.web.base import Grade, WebEnv
-from agentgym.parsing import render_tool_call
 from agentgym.simulators.browser.site import Site
 from agentgym.simulators.browser.sites.todo import TodoSite
+
+from agentgym.parsing import render_tool_call
 from agentgym.tasks import SeededTaskSet, seeded_splits
 
 
@@ -69,7 +70,9 @@ class WebTodoEnv(WebEnv):
         with self.todo.lock:
             ok = self.todo.items() == self.todo.task["goal"]
         if ok:
-            return Grade({"outcome": 1.0}, done=True, success=True, message="The list matches the goal.")
+            return Grade(
+                {"outcome": 1.0}, done=True, success=True, message="The list matches the goal."
+            )
         return Grade()
 
     def oracle_action(self) -> str:

@@ -36,16 +36,21 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from agentgym.envs.web.base import Grade, WebEnv
-from agentgym.parsing import render_tool_call
 from agentgym.simulators.browser.site import Site
 from agentgym.simulators.browser.sites.forms import FIELDS, STEPS, FormSite, describe
+
+from agentgym.parsing import render_tool_call
 from agentgym.tasks import SeededTaskSet, seeded_splits
 
 
 class WebFormsEnv(WebEnv):
     """Registration form; see the module docstring for the card."""
 
-    default_reward_weights: ClassVar[dict[str, float]] = {"format": 0.1, "progress": 0.5, "outcome": 1.0}
+    default_reward_weights: ClassVar[dict[str, float]] = {
+        "format": 0.1,
+        "progress": 0.5,
+        "outcome": 1.0,
+    }
     default_max_turns: ClassVar[int | None] = 30
     text_mode_ok: ClassVar[bool] = True
 
@@ -81,8 +86,12 @@ class WebFormsEnv(WebEnv):
         self._score = score
         if confirmed:
             components["outcome"] = score
-            return Grade(components, done=True, success=score == 1.0,
-                         message=f"Registration confirmed ({int(round(score * len(FIELDS)))} of {len(FIELDS)} fields right).")
+            return Grade(
+                components,
+                done=True,
+                success=score == 1.0,
+                message=f"Registration confirmed ({round(score * len(FIELDS))} of {len(FIELDS)} fields right).",
+            )
         return Grade(components)
 
     def oracle_action(self) -> str:
@@ -108,7 +117,9 @@ class WebFormsEnv(WebEnv):
                 else:
                     e = next((x for x in els if x["role"] == "checkbox"), None)
                     if e is not None and e.get("checked") != (want == "yes"):
-                        return render_tool_call("check" if want == "yes" else "uncheck", {"bid": e["bid"]})
+                        return render_tool_call(
+                            "check" if want == "yes" else "uncheck", {"bid": e["bid"]}
+                        )
             nxt = next((x for x in els if x["name"] == "Next"), None)
             if nxt is not None:
                 return render_tool_call("click", {"bid": nxt["bid"]})

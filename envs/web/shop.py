@@ -41,16 +41,21 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from agentgym.envs.web.base import Grade, WebEnv
-from agentgym.parsing import render_tool_call
 from agentgym.simulators.browser.site import Site
 from agentgym.simulators.browser.sites.shop import ShopSite, shop_reward
+
+from agentgym.parsing import render_tool_call
 from agentgym.tasks import SeededTaskSet, seeded_splits
 
 
 class WebShopEnv(WebEnv):
     """WebShop-like store; see the module docstring for the card."""
 
-    default_reward_weights: ClassVar[dict[str, float]] = {"format": 0.1, "progress": 0.2, "outcome": 1.0}
+    default_reward_weights: ClassVar[dict[str, float]] = {
+        "format": 0.1,
+        "progress": 0.2,
+        "outcome": 1.0,
+    }
     default_max_turns: ClassVar[int | None] = 15
     text_mode_ok: ClassVar[bool] = True
 
@@ -98,8 +103,12 @@ class WebShopEnv(WebEnv):
         product = shop.catalog.by_asin[purchase["asin"]]
         parts = shop_reward(goal, product, purchase["options"])
         components["outcome"] = parts["reward"]
-        return Grade(components, done=True, success=parts["reward"] >= 1.0 - 1e-9,
-                     message="Purchase complete.")
+        return Grade(
+            components,
+            done=True,
+            success=parts["reward"] >= 1.0 - 1e-9,
+            message="Purchase complete.",
+        )
 
     def oracle_action(self) -> str:
         """Search for the target product, open it, choose the goal's options, buy."""

@@ -48,10 +48,11 @@ from typing import Any, ClassVar
 
 from agentgym.envs.web.base import Grade, WebEnv
 from agentgym.envs.web.tasks import KindSeedTaskSet, kind_seed_splits
-from agentgym.error import InvalidConfigError
-from agentgym.parsing import render_tool_call
 from agentgym.simulators.browser.site import Site
 from agentgym.simulators.browser.sites.widgets import KINDS, WidgetSite, oracle
+
+from agentgym.error import InvalidConfigError
+from agentgym.parsing import render_tool_call
 
 
 class WebWidgetsEnv(WebEnv):

@@ -35,16 +35,21 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from agentgym.envs.web.base import Grade, WebEnv
-from agentgym.parsing import render_tool_call
 from agentgym.simulators.browser.site import Site
 from agentgym.simulators.browser.sites.wiki import WikiSite, normalize
+
+from agentgym.parsing import render_tool_call
 from agentgym.tasks import SeededTaskSet, seeded_splits
 
 
 class WebWikiEnv(WebEnv):
     """Wiki question answering; see the module docstring for the card."""
 
-    default_reward_weights: ClassVar[dict[str, float]] = {"format": 0.1, "progress": 0.2, "outcome": 1.0}
+    default_reward_weights: ClassVar[dict[str, float]] = {
+        "format": 0.1,
+        "progress": 0.2,
+        "outcome": 1.0,
+    }
     default_max_turns: ClassVar[int | None] = 12
     text_mode_ok: ClassVar[bool] = True
     uses_answer: ClassVar[bool] = True
@@ -94,7 +99,9 @@ class WebWikiEnv(WebEnv):
             return render_tool_call("answer", {"text": q["answer"]})
         if len(q["path"]) == 2 and page.url == f"/wiki/{q['path'][0]}":
             city = self.wiki.wiki[last].title
-            link = next((e for e in page.elements if e["role"] == "link" and e["name"] == city), None)
+            link = next(
+                (e for e in page.elements if e["role"] == "link" and e["name"] == city), None
+            )
             if link is not None:
                 return render_tool_call("click", {"bid": link["bid"]})
         first = self.wiki.wiki[q["path"][0]].title

@@ -14,13 +14,14 @@ import re
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from agentgym.parsing import Tool
 from agentgym.simulators.browser.dom import PageObservation
+
+from agentgym.parsing import Tool
 
 MAX_FILL_CHARS = 10_000
 MAX_PATH_CHARS = 2_000
 _KEY = re.compile(r"^((Control|Shift|Alt|Meta)\+){0,3}([A-Za-z0-9]+|[!-~])$")
-_BID = {"type": "string", "description": "The element id shown in brackets, e.g. \"12\"."}
+_BID = {"type": "string", "description": 'The element id shown in brackets, e.g. "12".'}
 
 
 def _tool(name: str, description: str, props: dict[str, Any] | None = None) -> Tool:
@@ -110,7 +111,9 @@ def apply(
     """Check and run one tool call; ``None`` on success, else the error for the model."""
     elements = {e["bid"]: e for e in (page.elements if page else [])}
 
-    def element(bid: Any, roles: tuple[str, ...] | None, what: str) -> tuple[dict | None, str | None]:
+    def element(
+        bid: Any, roles: tuple[str, ...] | None, what: str
+    ) -> tuple[dict | None, str | None]:
         bid = str(bid)
         info = elements.get(bid)
         if info is None:

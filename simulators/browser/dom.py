@@ -21,12 +21,39 @@ from urllib.parse import unquote_plus, urlencode, urljoin, urlsplit
 from agentgym.simulators.browser.site import Request, Site
 
 VOID = frozenset(
-    "area base br col embed hr img input link meta param source track wbr".split()
+    [
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+    ]
 )
 SKIP = frozenset({"script", "style", "noscript", "template", "head", "option"})
 TEXT_INPUTS = frozenset({"", "text", "search", "email", "number", "password", "tel", "url"})
 ARIA_ROLES = frozenset(
-    "button link tab option checkbox radio menuitem switch textbox combobox treeitem".split()
+    [
+        "button",
+        "link",
+        "tab",
+        "option",
+        "checkbox",
+        "radio",
+        "menuitem",
+        "switch",
+        "textbox",
+        "combobox",
+        "treeitem",
+    ]
 )
 _WS = re.compile(r"\s+")
 
@@ -348,8 +375,11 @@ class TextBrowser:
                 return f"link [{bid}] leads outside the site ({target.scheme}:); blocked"
             return self.open(target.path + (f"?{target.query}" if target.query else ""))
         if node.tag == "input" and node.attrs.get("type", "").lower() in ("checkbox", "radio"):
-            return self._set_checked(node, not self.doc.checked.get(id(node), False) or
-                                     node.attrs.get("type", "").lower() == "radio")
+            return self._set_checked(
+                node,
+                not self.doc.checked.get(id(node), False)
+                or node.attrs.get("type", "").lower() == "radio",
+            )
         if role in ("textbox", "combobox"):
             self.focus = node
             return None
@@ -367,8 +397,10 @@ class TextBrowser:
             group = node.attrs.get("name")
             form = node.ancestor("form") or self.doc.root
             for other in form.iter():
-                if other.tag == "input" and other.attrs.get("type", "").lower() == "radio" and (
-                    other.attrs.get("name") == group
+                if (
+                    other.tag == "input"
+                    and other.attrs.get("type", "").lower() == "radio"
+                    and (other.attrs.get("name") == group)
                 ):
                     self.doc.checked[id(other)] = False
         self.doc.checked[id(node)] = value
@@ -449,7 +481,11 @@ class TextBrowser:
         fields: list[tuple[str, str]] = []
         for node in form.iter():
             name = node.attrs.get("name")
-            if not name or "disabled" in node.attrs or node.tag not in ("input", "select", "textarea"):
+            if (
+                not name
+                or "disabled" in node.attrs
+                or node.tag not in ("input", "select", "textarea")
+            ):
                 continue
             if node.tag == "input":
                 kind = node.attrs.get("type", "").lower()
@@ -477,6 +513,8 @@ class TextBrowser:
             data: dict[str, list[str]] = {}
             for k, v in fields:
                 data.setdefault(k, []).append(v)
-            req = Request.from_url("POST", target.path + (f"?{target.query}" if target.query else ""), form=data)
+            req = Request.from_url(
+                "POST", target.path + (f"?{target.query}" if target.query else ""), form=data
+            )
             return self._request(req)
         return self.open(target.path + "?" + urlencode(fields))

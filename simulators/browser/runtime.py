@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextlib
 import logging
 import os
 import shutil
@@ -32,9 +33,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from agentgym.error import DependencyMissingError
 from agentgym.simulators.browser.server import SiteServer, static_text
 from agentgym.simulators.browser.site import Site
+
+from agentgym.error import DependencyMissingError
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -175,8 +177,12 @@ class BrowserRuntime:
             timeout=self.launch_timeout * 1000,
         )
         self._context = await self._browser.new_context(
-            viewport=VIEWPORT, device_scale_factor=1, service_workers="block",
-            accept_downloads=False, locale="en-US", timezone_id="UTC",
+            viewport=VIEWPORT,
+            device_scale_factor=1,
+            service_workers="block",
+            accept_downloads=False,
+            locale="en-US",
+            timezone_id="UTC",
         )
         self._context.set_default_timeout(10_000)
         await self._context.add_init_script(script=static_text("agent.js"))
@@ -193,10 +199,8 @@ class BrowserRuntime:
 
     async def _block(self, route: Any) -> None:
         logger.info("blocked request to %s", route.request.url[:200])
-        try:
+        with contextlib.suppress(Exception):
             await route.abort("blockedbyclient")
-        except Exception:
-            pass
 
     def _on_disconnect(self, *_: Any) -> None:
         self._alive = False
@@ -230,17 +234,13 @@ class BrowserRuntime:
         self.server.sites.pop(slot.id, None)
         self._slots.pop(slot.id, None)
         if slot.page is not None and not self._closed:
-            try:
+            with contextlib.suppress(Exception):
                 self.call(self._close_page(slot.page), timeout=5.0)
-            except Exception:
-                pass
             slot.page = None
 
     async def _close_page(self, page: Any) -> None:
-        try:
+        with contextlib.suppress(Exception):
             await page.close(run_before_unload=False)
-        except Exception:
-            pass
 
     async def ensure_page(self, slot: Slot) -> bool:
         """Make sure the slot has a live tab; True when a new tab had to be opened."""
@@ -249,9 +249,13 @@ class BrowserRuntime:
         if not (self._alive and self._browser is not None and self._browser.is_connected()):
             await self._ensure_browser()
         page = slot.page
-        if page is not None and not slot.crashed and slot.generation == self.generation:
-            if not page.is_closed():
-                return False
+        if (
+            page is not None
+            and not slot.crashed
+            and slot.generation == self.generation
+            and not page.is_closed()
+        ):
+            return False
         if page is not None and not page.is_closed():
             asyncio.get_running_loop().create_task(self._close_page(page))
         slot.page = None
@@ -308,10 +312,8 @@ class BrowserRuntime:
     def kill_browser(self) -> None:
         """SIGKILL this runtime's Chromium (fault injection for tests)."""
         for pid in self.browser_pids():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
     def memory_rss_mb(self) -> float:
         """Resident memory of this runtime's Chromium processes, in MiB."""

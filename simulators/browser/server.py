@@ -18,12 +18,11 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs
 
+from agentgym.simulators.browser.site import STATIC_PREFIX, Request, Site, not_found
 from starlette.applications import Starlette
 from starlette.requests import Request as HttpRequest
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
-
-from agentgym.simulators.browser.site import STATIC_PREFIX, Request, Site, not_found
 
 logger = logging.getLogger(__name__)
 
@@ -112,17 +111,17 @@ class SiteServer:
         if site is None:
             resp = not_found(path)
             return HTMLResponse(resp.html or "", status_code=404, headers=_NO_STORE)
-        body = await http.body()
+        raw = await http.body()
         form: dict[str, list[str]] = {}
         payload: Any = None
         ctype = http.headers.get("content-type", "")
-        if body and "json" in ctype:
+        if raw and "json" in ctype:
             try:
-                payload = json.loads(body)
+                payload = json.loads(raw)
             except ValueError:
                 payload = None
-        elif body:
-            form = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+        elif raw:
+            form = parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
         query = parse_qs(http.url.query, keep_blank_values=True)
         request = Request(http.method, path, query, form, payload)
         resp = site.serve(request)

@@ -21,7 +21,6 @@ import logging
 from typing import Any
 
 import numpy as np
-
 from agentgym.simulators.browser.dom import PageObservation
 from agentgym.simulators.browser.runtime import BrowserRuntime, Slot
 from agentgym.simulators.browser.server import static_text
@@ -32,7 +31,7 @@ logger = logging.getLogger(__name__)
 _OBSERVE_JS = static_text("observe.js")
 _LOCATE_JS = static_text("locate.js")
 _SELECT_JS = (
-    "(bid) => { const e = document.querySelector(`[data-bid=\"${CSS.escape(bid)}\"]`);"
+    '(bid) => { const e = document.querySelector(`[data-bid="${CSS.escape(bid)}"]`);'
     " if (e && e.select) e.select(); }"
 )
 _RESET_LEAVING_JS = "() => { if (window.__ag) window.__ag.leaving = false; }"
@@ -136,7 +135,9 @@ class BrowserSession:
         self.notice = None
         self.infra_error = False
         try:
-            return self.runtime.call(self._guarded(coro), self.action_timeout + self.navigation_timeout)
+            return self.runtime.call(
+                self._guarded(coro), self.action_timeout + self.navigation_timeout
+            )
         except Exception as exc:  # timeouts, crashes, a dead browser
             coro.close() if hasattr(coro, "close") else None
             message = _describe(exc)
@@ -148,15 +149,20 @@ class BrowserSession:
         fresh_tab = await self.runtime.ensure_page(self.slot)
         if fresh_tab and self.slot.url:
             await self._reopen()
-            self.notice = "the browser tab had to be reopened (crash or restart); unsaved page state was lost"
+            self.notice = (
+                "the browser tab had to be reopened (crash or restart); unsaved page state was lost"
+            )
         assert self.slot.lock is not None
         async with self.slot.lock:
             return await coro
 
     async def _reopen(self) -> None:
         page = self.slot.page
-        await page.goto(self.slot.origin + self.slot.url, wait_until="domcontentloaded",
-                        timeout=self.navigation_timeout * 1000)
+        await page.goto(
+            self.slot.origin + self.slot.url,
+            wait_until="domcontentloaded",
+            timeout=self.navigation_timeout * 1000,
+        )
         self._last = await self._observe(self.slot.loads)
 
     def _recover(self) -> str:
@@ -232,8 +238,11 @@ class BrowserSession:
             if self.slot.resets % self.runtime.recycle_after == 0:
                 await self.runtime.recycle(self.slot)
         loads = self.slot.loads
-        await self.slot.page.goto(self.slot.origin + path, wait_until="domcontentloaded",
-                                  timeout=self.navigation_timeout * 1000)
+        await self.slot.page.goto(
+            self.slot.origin + path,
+            wait_until="domcontentloaded",
+            timeout=self.navigation_timeout * 1000,
+        )
         return await self._after(loads)
 
     async def _locate(self, bid: str) -> dict[str, Any]:
@@ -305,7 +314,9 @@ class BrowserSession:
 
     async def _scroll(self, direction: str) -> str | None:
         loads = self.slot.loads
-        dx, dy = {"up": (0, -600), "down": (0, 600), "left": (-600, 0), "right": (600, 0)}[direction]
+        dx, dy = {"up": (0, -600), "down": (0, 600), "left": (-600, 0), "right": (600, 0)}[
+            direction
+        ]
         page = self.slot.page
         await page.mouse.move(VIEW_CENTRE[0], VIEW_CENTRE[1])
         await page.mouse.wheel(dx, dy)
@@ -313,14 +324,18 @@ class BrowserSession:
 
     async def _goto(self, path: str) -> str | None:
         loads = self.slot.loads
-        await self.slot.page.goto(self.slot.origin + path, wait_until="domcontentloaded",
-                                  timeout=self.navigation_timeout * 1000)
+        await self.slot.page.goto(
+            self.slot.origin + path,
+            wait_until="domcontentloaded",
+            timeout=self.navigation_timeout * 1000,
+        )
         return await self._after(loads)
 
     async def _back(self) -> str | None:
         loads = self.slot.loads
-        resp = await self.slot.page.go_back(wait_until="domcontentloaded",
-                                            timeout=self.navigation_timeout * 1000)
+        resp = await self.slot.page.go_back(
+            wait_until="domcontentloaded", timeout=self.navigation_timeout * 1000
+        )
         if resp is None and self.slot.loads == loads:
             return await self._after(loads, "there is no previous page")
         return await self._after(loads)

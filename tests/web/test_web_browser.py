@@ -5,15 +5,16 @@ All tests share one browser (the ``runtime`` fixture) to stay fast.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from agentgym.simulators.browser.sites.widgets import KINDS
 
 import agentgym  # noqa: F401
 from agentgym.parsing import render_tool_call
-from agentgym.simulators.browser.sites.widgets import KINDS
 from agentgym.testing import check_env
 
 pytestmark = pytest.mark.browser
@@ -36,7 +37,7 @@ def call(name: str, **args: object) -> str:
 def run_oracle(env, limit: int = 40):
     info = {}
     for _ in range(limit):
-        obs, reward, term, trunc, info = env.step(env.unwrapped.oracle_action())
+        _obs, _reward, term, trunc, info = env.step(env.unwrapped.oracle_action())
         assert info["error"] is None, info["error"]
         if term or trunc:
             break
@@ -69,7 +70,7 @@ def test_wrong_widget_submission_fails(runtime):
     env.reset(options={"task_id": "widget-click-button-3"})
     target = env.unwrapped.widget.task.expected["clicked"]
     wrong = next(e for e in env.unwrapped.page_elements() if e["name"] != target)
-    obs, reward, term, trunc, info = env.step(call("click", bid=wrong["bid"]))
+    _obs, reward, term, _trunc, info = env.step(call("click", bid=wrong["bid"]))
     assert term and not info["success"] and reward == 0.0
     env.close()
 
@@ -120,11 +121,11 @@ def test_bad_input_is_reported_and_env_keeps_working(runtime):
         (call("goto", path="javascript:alert(1)"), "only paths"),
         (call("press", key="Nope!!"), "unknown key"),
     ]:
-        obs, reward, term, trunc, info = env.step(action)
+        obs, _reward, _term, _trunc, info = env.step(action)
         assert needle in (info["error"] or ""), (action, info["error"])
         assert not info["action_valid"]
     # a long but allowed text goes in through the real keyboard
-    obs, *_ , info = env.step(call("fill", bid="1", text="y" * 9000))
+    obs, *_, info = env.step(call("fill", bid="1", text="y" * 9000))
     assert info["error"] is None and 'value="yyyy' in obs["text"]
     info = run_oracle(env)
     assert info["success"]
@@ -154,7 +155,7 @@ def test_nothing_leaves_localhost(runtime):
         await page.evaluate("() => { location.href = 'http://example.com/'; }")
 
     runtime.call(external_nav(), 10)
-    obs, *_, info = env.step(call("scroll", direction="down"))
+    obs, *_, _info = env.step(call("scroll", direction="down"))
     assert "URL: /" in obs["text"]
     env.close()
 
@@ -164,7 +165,7 @@ def test_hanging_page_times_out_and_recovers(runtime):
     env.reset(options={"task_id": "widget-enter-text-2"})
     page = env.unwrapped.driver.slot.page
     runtime.call(page.evaluate("() => { setTimeout(() => { for (;;) {} }, 0); }"), 5)
-    obs, reward, term, trunc, info = env.step(call("fill", bid="0", text="abc"))
+    _obs, _reward, _term, _trunc, info = env.step(call("fill", bid="0", text="abc"))
     assert info["error"] and "reloaded" in info["error"]
     assert info["action_valid"], "a browser fault is not the model's fault"
     info = run_oracle(env, 10)
@@ -179,13 +180,11 @@ def test_renderer_crash_is_recovered(runtime):
     page = env.unwrapped.driver.slot.page
 
     async def crash():
-        try:
+        with contextlib.suppress(Exception):
             await page.goto("chrome://crash", timeout=5000)
-        except Exception:
-            pass
 
     runtime.call(crash(), 10)
-    obs, reward, term, trunc, info = env.step(env.unwrapped.oracle_action())
+    _obs, _reward, _term, _trunc, info = env.step(env.unwrapped.oracle_action())
     assert "reopened" in (info["error"] or "") or "reloaded" in (info["error"] or "")
     info = run_oracle(env)
     assert info["success"]
@@ -198,7 +197,7 @@ def test_browser_killed_mid_episode_is_relaunched(runtime):
     env.step(env.unwrapped.oracle_action())
     before = runtime.restarts
     runtime.kill_browser()
-    obs, reward, term, trunc, info = env.step(env.unwrapped.oracle_action())
+    _obs, _reward, _term, _trunc, info = env.step(env.unwrapped.oracle_action())
     assert runtime.restarts == before + 1
     assert info["error"] is not None  # says what happened
     info = run_oracle(env)
@@ -210,7 +209,12 @@ def test_browser_killed_mid_episode_is_relaunched(runtime):
 
 def test_short_soak_on_threads_has_no_errors(runtime):
     """4 envs on threads, oracle episodes back to back; every action must succeed."""
-    ids = ["agentgym/WebWidgets-v0", "agentgym/WebShop-v0", "agentgym/WebTodo-v0", "agentgym/WebWiki-v0"]
+    ids = [
+        "agentgym/WebWidgets-v0",
+        "agentgym/WebShop-v0",
+        "agentgym/WebTodo-v0",
+        "agentgym/WebWiki-v0",
+    ]
     errors: list[str] = []
     successes = [0] * len(ids)
 
@@ -220,7 +224,7 @@ def test_short_soak_on_threads_has_no_errors(runtime):
             for seed in range(4):
                 env.reset(seed=seed)
                 for _ in range(30):
-                    obs, r, term, trunc, info = env.step(env.unwrapped.oracle_action())
+                    _obs, _r, term, trunc, info = env.step(env.unwrapped.oracle_action())
                     if info["error"]:
                         errors.append(f"{ids[i]}: {info['error']}")
                     if term or trunc:

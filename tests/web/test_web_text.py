@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 import pytest
-
-import agentgym  # noqa: F401
 from agentgym.envs.web.tasks import KindSeedTaskSet
-from agentgym.error import InvalidConfigError
-from agentgym.parsing import render_tool_call
 from agentgym.simulators.browser.actions import check_path
 from agentgym.simulators.browser.dom import TextBrowser, TextDocument
 from agentgym.simulators.browser.site import Request, Response, Site, page
@@ -16,6 +12,10 @@ from agentgym.simulators.browser.sites.catalog import get_catalog
 from agentgym.simulators.browser.sites.forms import FormSite, validate
 from agentgym.simulators.browser.sites.shop import ShopGoal, make_goal, shop_reward
 from agentgym.simulators.browser.sites.widgets import KINDS, make_task
+
+import agentgym  # noqa: F401
+from agentgym.error import InvalidConfigError
+from agentgym.parsing import render_tool_call
 from agentgym.testing import check_env
 
 TEXT_IDS = [
@@ -36,14 +36,19 @@ class TinySite(Site):
 
     def handle(self, r: Request) -> Response:
         if r.path == "/":
-            return Response(page("Home", (
-                "<p>Hello <b>world</b></p><a href='/next?x=a b'>Next</a>"
-                "<div hidden><button>Ghost</button></div>"
-                "<form method='post' action='/send'><input name='q' aria-label='Query' maxlength='5'>"
-                "<select name='c' aria-label='Color'><option>red</option><option selected>blue</option></select>"
-                "<input type='checkbox' name='k' aria-label='Keep'>"
-                "<button type='submit'>Send</button></form><a href='https://example.com/'>Out</a>"
-            )))
+            return Response(
+                page(
+                    "Home",
+                    (
+                        "<p>Hello <b>world</b></p><a href='/next?x=a b'>Next</a>"
+                        "<div hidden><button>Ghost</button></div>"
+                        "<form method='post' action='/send'><input name='q' aria-label='Query' maxlength='5'>"
+                        "<select name='c' aria-label='Color'><option>red</option><option selected>blue</option></select>"
+                        "<input type='checkbox' name='k' aria-label='Keep'>"
+                        "<button type='submit'>Send</button></form><a href='https://example.com/'>Out</a>"
+                    ),
+                )
+            )
         if r.path == "/send":
             self.sent.append(r.form)
             return Response(redirect="/next?sent=1")
@@ -86,7 +91,16 @@ def test_text_browser_fills_submits_and_goes_back():
 
 
 @pytest.mark.parametrize(
-    "path", ["https://example.com/", "file:///etc/passwd", "javascript:alert(1)", "//evil.com/x", "x", "", "/a\x00b"]
+    "path",
+    [
+        "https://example.com/",
+        "file:///etc/passwd",
+        "javascript:alert(1)",
+        "//evil.com/x",
+        "x",
+        "",
+        "/a\x00b",
+    ],
 )
 def test_goto_rejects_anything_but_site_paths(path):
     assert check_path(path) is not None
@@ -145,7 +159,9 @@ def test_form_validation_messages():
     assert validate("zip", "12345") is None
     site = FormSite()
     site.reset(1, {})
-    resp = site.serve(Request("POST", "/step/1", form={"first_name": ["A"], "last_name": ["B"], "email": ["bad"]}))
+    resp = site.serve(
+        Request("POST", "/step/1", form={"first_name": ["A"], "last_name": ["B"], "email": ["bad"]})
+    )
     assert resp.html is not None and "valid email" in resp.html and site.reached == 1
 
 
@@ -165,7 +181,7 @@ def test_text_env_oracle_succeeds(env_id):
     for seed in range(6):
         env.reset(seed=seed)
         for _ in range(40):
-            obs, reward, term, trunc, info = env.step(env.unwrapped.oracle_action())
+            _obs, _reward, term, trunc, info = env.step(env.unwrapped.oracle_action())
             assert info["action_valid"], info["error"]
             if term or trunc:
                 break
@@ -179,7 +195,7 @@ def test_forms_give_partial_credit():
     env.reset(seed=4)
     progress = 0.0
     for _ in range(40):
-        obs, reward, term, trunc, info = env.step(env.unwrapped.oracle_action())
+        _, _, term, trunc, info = env.step(env.unwrapped.oracle_action())
         progress += info["reward_components"]["progress"]
         if term or trunc:
             break
@@ -189,11 +205,15 @@ def test_forms_give_partial_credit():
     env.reset(seed=4)
     profile = env.unwrapped.form.profile
     els = {e["name"]: e for e in env.unwrapped.page_elements()}
-    for name, text in [("First name", profile["first_name"]), ("Last name", "Wrong"), ("Email", profile["email"])]:
+    for name, text in [
+        ("First name", profile["first_name"]),
+        ("Last name", "Wrong"),
+        ("Email", profile["email"]),
+    ]:
         env.step(call("fill", bid=els[name]["bid"], text=text))
     env.step(call("click", bid=els["Next"]["bid"]))
     for _ in range(40):
-        obs, reward, term, trunc, info = env.step(env.unwrapped.oracle_action())
+        _obs, _reward, term, trunc, info = env.step(env.unwrapped.oracle_action())
         if term or trunc:
             break
     assert term and not info["success"]
@@ -218,7 +238,7 @@ def test_bad_actions_in_text_mode_are_reported():
         (call("press", key="NotAKey!!"), "unknown key"),
         (call("select", bid="0", option="x"), "not a dropdown"),
     ]:
-        obs, reward, term, trunc, info = env.step(action)
+        obs, _reward, _term, _trunc, info = env.step(action)
         assert needle in (info["error"] or ""), (action, info["error"])
         assert needle in obs["text"]
         assert info["reward_components"]["format"] == -1.0

@@ -13,17 +13,27 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-
 from agentgym.simulators.browser.site import Request, Response, Site, esc, not_found, page
 from agentgym.simulators.browser.sites.words import COUNTRIES, FIRST_NAMES, LAST_NAMES, WORDS
 
 STEPS: dict[int, tuple[tuple[str, str, str], ...]] = {
     # step -> (field, label, kind)
-    1: (("first_name", "First name", "text"), ("last_name", "Last name", "text"), ("email", "Email", "text")),
-    2: (("street", "Street", "text"), ("city", "City", "text"), ("zip", "ZIP code", "text"),
-        ("country", "Country", "select")),
-    3: (("contact", "Contact method", "radio"), ("newsletter", "Newsletter", "checkbox"),
-        ("notes", "Notes", "text")),
+    1: (
+        ("first_name", "First name", "text"),
+        ("last_name", "Last name", "text"),
+        ("email", "Email", "text"),
+    ),
+    2: (
+        ("street", "Street", "text"),
+        ("city", "City", "text"),
+        ("zip", "ZIP code", "text"),
+        ("country", "Country", "select"),
+    ),
+    3: (
+        ("contact", "Contact method", "radio"),
+        ("newsletter", "Newsletter", "checkbox"),
+        ("notes", "Notes", "text"),
+    ),
 }
 FIELDS = tuple(f for step in STEPS.values() for f, _, _ in step)
 COUNTRY_CHOICES = COUNTRIES[:12]
@@ -54,7 +64,7 @@ def describe(profile: Mapping[str, str]) -> str:
         f"Register {profile['first_name']} {profile['last_name']} (email {profile['email']}), "
         f"address {profile['street']}, {profile['city']}, ZIP {profile['zip']}, {profile['country']}; "
         f"contact by {profile['contact']}; newsletter: {profile['newsletter']}; "
-        f"notes: \"{profile['notes']}\". Fill in all three pages, then confirm."
+        f'notes: "{profile["notes"]}". Fill in all three pages, then confirm.'
     )
 
 
@@ -87,7 +97,12 @@ class FormSite(Site):
         self.values, self.reached, self.confirmed = {}, 1, False
 
     def dump(self) -> Any:
-        return {"seed": self.seed, "values": self.values, "reached": self.reached, "confirmed": self.confirmed}
+        return {
+            "seed": self.seed,
+            "values": self.values,
+            "reached": self.reached,
+            "confirmed": self.confirmed,
+        }
 
     def load(self, state: Any) -> None:
         self.reset(state["seed"], {})
@@ -130,7 +145,8 @@ class FormSite(Site):
                 return Response(redirect="/done")
             rows = "".join(
                 f"<tr><td>{esc(label)}</td><td>{esc(self.values.get(name, ''))}</td></tr>"
-                for step in STEPS.values() for name, label, _ in step
+                for step in STEPS.values()
+                for name, label, _ in step
             )
             body = (
                 f"<h2>Review</h2><table>{rows}</table><a href='/step/1'>Edit</a>"

@@ -19,7 +19,6 @@ from typing import Any
 from urllib.parse import quote_plus
 
 import numpy as np
-
 from agentgym.simulators.browser.site import Request, Response, Site, esc, not_found, page
 from agentgym.simulators.browser.sites.catalog import Catalog, Product, get_catalog, tokenize
 
@@ -47,7 +46,10 @@ def make_goal(catalog: Catalog, seed: int) -> ShopGoal:
     rng = np.random.default_rng([seed, 4_242])
     product = catalog.products[int(rng.integers(len(catalog.products)))]
     k = int(rng.integers(1, min(3, len(product.attributes)) + 1))
-    attrs = [product.attributes[int(i)] for i in sorted(rng.choice(len(product.attributes), k, replace=False))]
+    attrs = [
+        product.attributes[int(i)]
+        for i in sorted(rng.choice(len(product.attributes), k, replace=False))
+    ]
     options = {d: vals[int(rng.integers(len(vals)))] for d, vals in product.options.items()}
     bound = float(np.ceil(product.price * float(rng.uniform(1.1, 1.6))))
     return ShopGoal(product.asin, product.type, attrs, options, bound)
@@ -72,7 +74,7 @@ def type_reward(goal: ShopGoal, product: Product) -> float:
     return 0.0
 
 
-def Catalog_group(ptype: str) -> str:  # noqa: N802 - small helper kept near its use
+def Catalog_group(ptype: str) -> str:
     from agentgym.simulators.browser.sites.catalog import PRODUCT_TYPES
 
     return PRODUCT_TYPES[ptype][0]
@@ -82,12 +84,19 @@ def shop_reward(goal: ShopGoal, product: Product, chosen: Mapping[str, str]) -> 
     """WebShop's reward and its parts for buying ``product`` with options ``chosen``."""
     r_type = type_reward(goal, product)
     attr_hits = sum(_fuzzy_hit(a, product.attributes, product.title) for a in goal.attributes)
-    opt_hits = sum(_fuzzy_hit(v, [chosen.get(d, "")]) if chosen.get(d) else 0 for d, v in goal.options.items())
+    opt_hits = sum(
+        _fuzzy_hit(v, [chosen.get(d, "")]) if chosen.get(d) else 0 for d, v in goal.options.items()
+    )
     price_ok = 1.0 if product.price <= goal.max_price else 0.0
     total = len(goal.attributes) + len(goal.options) + 1
     score = r_type * (attr_hits + opt_hits + price_ok) / total
-    return {"r_type": r_type, "attributes": attr_hits / max(1, len(goal.attributes)),
-            "options": opt_hits / max(1, len(goal.options)), "price": price_ok, "reward": score}
+    return {
+        "r_type": r_type,
+        "attributes": attr_hits / max(1, len(goal.attributes)),
+        "options": opt_hits / max(1, len(goal.options)),
+        "price": price_ok,
+        "reward": score,
+    }
 
 
 HEADER = "<header class='ag'><b>Shop</b> <a href='/'>Home</a></header>"
@@ -131,7 +140,9 @@ class ShopSite(Site):
             if product is None:
                 return not_found(path)
             if self.purchase is None:
-                chosen = {d: request.arg(f"opt_{d}") for d in product.options if request.arg(f"opt_{d}")}
+                chosen = {
+                    d: request.arg(f"opt_{d}") for d in product.options if request.arg(f"opt_{d}")
+                }
                 self.purchase = {"asin": product.asin, "options": chosen}
             return Response(redirect="/done")
         if path == "/done" and request.method == "GET":
@@ -149,7 +160,10 @@ class ShopSite(Site):
 
     def _home(self) -> str:
         assert self.goal is not None
-        body = f"<div class='card'>Instruction: {esc(self.goal.instruction())}</div>" + self._search_form()
+        body = (
+            f"<div class='card'>Instruction: {esc(self.goal.instruction())}</div>"
+            + self._search_form()
+        )
         return page("Shop", HEADER + body)
 
     def _results(self, q: str, page_arg: str) -> str:
@@ -173,12 +187,17 @@ class ShopSite(Site):
         body = (
             self._search_form(q)
             + f"<p>Page {n} of {max(1, -(-len(hits) // PER_PAGE))}: {len(hits)} results for {esc(q)}</p>"
-            + (rows or "<p>No products match.</p>") + f"<p>{nav}</p>"
+            + (rows or "<p>No products match.</p>")
+            + f"<p>{nav}</p>"
         )
         return page(f"Results: {q}", HEADER + body)
 
     def _item(self, p: Product, q: str) -> str:
-        back = f"<a href='/search?q={quote_plus(q)}'>Back to results</a>" if q else "<a href='/'>Back to search</a>"
+        back = (
+            f"<a href='/search?q={quote_plus(q)}'>Back to results</a>"
+            if q
+            else "<a href='/'>Back to search</a>"
+        )
         groups = ""
         for dim, values in p.options.items():
             radios = "".join(
@@ -198,7 +217,10 @@ class ShopSite(Site):
             return page("Checkout", HEADER + "<p>Nothing bought yet.</p>")
         p = self.catalog.by_asin[self.purchase["asin"]]
         opts = ", ".join(f"{k}: {v}" for k, v in self.purchase["options"].items()) or "no options"
-        return page("Thank you", HEADER + f"<h2>Thank you for your purchase</h2><p>{esc(p.title)} ({esc(opts)})</p>")
+        return page(
+            "Thank you",
+            HEADER + f"<h2>Thank you for your purchase</h2><p>{esc(p.title)} ({esc(opts)})</p>",
+        )
 
     def goal_dict(self) -> dict[str, Any]:
         assert self.goal is not None

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-
 from agentgym.simulators.browser.site import Request, Response, Site, esc, not_found, page
 from agentgym.simulators.browser.sites.words import WORDS
 
@@ -26,8 +25,12 @@ def make_task(seed: int) -> dict[str, Any]:
     n = int(rng.integers(3, 7))
     items = []
     for i in range(n):
-        items.append({"title": f"{VERBS[int(rng.integers(len(VERBS)))]} {WORDS[int(rng.integers(len(WORDS)))]} {i + 1}",
-                      "done": bool(rng.integers(2))})
+        items.append(
+            {
+                "title": f"{VERBS[int(rng.integers(len(VERBS)))]} {WORDS[int(rng.integers(len(WORDS)))]} {i + 1}",
+                "done": bool(rng.integers(2)),
+            }
+        )
     goal = [dict(it) for it in items]
     kind = ("add", "complete", "delete", "rename", "complete+delete")[int(rng.integers(5))]
     undone = [i for i, it in enumerate(items) if not it["done"]] or [0]
@@ -71,10 +74,14 @@ class TodoSite(Site):
     def reset(self, seed: int, task: Mapping[str, Any]) -> None:
         self.seed = int(seed)
         self.task = make_task(self.seed)
-        self._load_rows([(i + 1, it["title"], int(it["done"])) for i, it in enumerate(self.task["items"])])
+        self._load_rows(
+            [(i + 1, it["title"], int(it["done"])) for i, it in enumerate(self.task["items"])]
+        )
 
     def _load_rows(self, rows: list[tuple[int, str, int]]) -> None:
-        self.db.executescript("DROP TABLE IF EXISTS todo; CREATE TABLE todo (id INTEGER PRIMARY KEY, title TEXT NOT NULL, done INTEGER NOT NULL);")
+        self.db.executescript(
+            "DROP TABLE IF EXISTS todo; CREATE TABLE todo (id INTEGER PRIMARY KEY, title TEXT NOT NULL, done INTEGER NOT NULL);"
+        )
         self.db.executemany("INSERT INTO todo VALUES (?, ?, ?)", rows)
         self.db.commit()
 

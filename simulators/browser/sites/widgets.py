@@ -12,6 +12,7 @@ the current observation plus the task's privileged data (the expected payload).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -20,14 +21,12 @@ from datetime import date, timedelta
 from typing import Any
 
 import numpy as np
-
 from agentgym.simulators.browser.site import Request, Response, Site, esc, not_found, page
 from agentgym.simulators.browser.sites.words import (
     COLOR_HEX,
     COLORS,
     COUNTRIES,
     FIRST_NAMES,
-    LAST_NAMES,
     SHAPES,
     WORDS,
 )
@@ -77,10 +76,12 @@ def click_button(rng: np.random.Generator) -> WidgetTask:
     labels = _pick(rng, WORDS, int(rng.integers(3, 7)))
     target = _pick(rng, labels)
     body = "".join(
-        f"<button onclick=\"agSend({{clicked: {esc(json.dumps(w))}}})\">{esc(w)}</button>"
+        f'<button onclick="agSend({{clicked: {esc(json.dumps(w))}}})">{esc(w)}</button>'
         for w in labels
     )
-    return WidgetTask("click-button", f'Click the button "{target}".', body, "", {"clicked": target})
+    return WidgetTask(
+        "click-button", f'Click the button "{target}".', body, "", {"clicked": target}
+    )
 
 
 def click_link(rng: np.random.Generator) -> WidgetTask:
@@ -103,7 +104,13 @@ def enter_text(rng: np.random.Generator) -> WidgetTask:
     target = _pick(rng, WORDS) + str(int(rng.integers(10, 99)))
     body = "<input id='t' aria-label='Text'>" + _submit_button()
     script = "function collect(){ return {text: document.getElementById('t').value}; }"
-    return WidgetTask("enter-text", f'Type "{target}" into the text field and press Submit.', body, script, {"text": target})
+    return WidgetTask(
+        "enter-text",
+        f'Type "{target}" into the text field and press Submit.',
+        body,
+        script,
+        {"text": target},
+    )
 
 
 def enter_password(rng: np.random.Generator) -> WidgetTask:
@@ -117,7 +124,9 @@ def enter_password(rng: np.random.Generator) -> WidgetTask:
     return WidgetTask(
         "enter-password",
         f'Enter the password "{target}" into both fields and press Submit.',
-        body, script, {"p1": target, "p2": target},
+        body,
+        script,
+        {"p1": target, "p2": target},
     )
 
 
@@ -127,36 +136,54 @@ def login_user(rng: np.random.Generator) -> WidgetTask:
     body = (
         "<p>Username <input id='u' aria-label='Username'></p>"
         "<p>Password <input id='p' type='password' aria-label='Password'></p>"
-        "<button onclick=\"agSend(collect())\">Login</button>"
+        '<button onclick="agSend(collect())">Login</button>'
     )
     script = "function collect(){ return {user: document.getElementById('u').value, password: document.getElementById('p').value}; }"
-    return WidgetTask("login-user", f'Log in as "{user}" with password "{pw}".', body, script, {"user": user, "password": pw})
+    return WidgetTask(
+        "login-user",
+        f'Log in as "{user}" with password "{pw}".',
+        body,
+        script,
+        {"user": user, "password": pw},
+    )
 
 
 def click_checkboxes(rng: np.random.Generator) -> WidgetTask:
     labels = _pick(rng, WORDS, int(rng.integers(4, 7)))
     targets = sorted(_pick(rng, labels, int(rng.integers(1, 4))))
-    body = "".join(
-        f"<p><label><input type='checkbox' value='{esc(w)}' aria-label='{esc(w)}'> {esc(w)}</label></p>"
-        for w in labels
-    ) + _submit_button()
+    body = (
+        "".join(
+            f"<p><label><input type='checkbox' value='{esc(w)}' aria-label='{esc(w)}'> {esc(w)}</label></p>"
+            for w in labels
+        )
+        + _submit_button()
+    )
     script = "function collect(){ return {checked: [...document.querySelectorAll('input[type=checkbox]')].filter(e => e.checked).map(e => e.value).sort()}; }"
     return WidgetTask(
         "click-checkboxes",
-        "Select " + ", ".join(f'"{t}"' for t in targets) + " (and nothing else), then press Submit.",
-        body, script, {"checked": targets},
+        "Select "
+        + ", ".join(f'"{t}"' for t in targets)
+        + " (and nothing else), then press Submit.",
+        body,
+        script,
+        {"checked": targets},
     )
 
 
 def choose_radio(rng: np.random.Generator) -> WidgetTask:
     labels = _pick(rng, WORDS, int(rng.integers(3, 6)))
     target = _pick(rng, labels)
-    body = "".join(
-        f"<p><label><input type='radio' name='r' value='{esc(w)}' aria-label='{esc(w)}'> {esc(w)}</label></p>"
-        for w in labels
-    ) + _submit_button()
+    body = (
+        "".join(
+            f"<p><label><input type='radio' name='r' value='{esc(w)}' aria-label='{esc(w)}'> {esc(w)}</label></p>"
+            for w in labels
+        )
+        + _submit_button()
+    )
     script = "function collect(){ const e = document.querySelector('input[name=r]:checked'); return {choice: e ? e.value : null}; }"
-    return WidgetTask("choose-radio", f'Choose "{target}" and press Submit.', body, script, {"choice": target})
+    return WidgetTask(
+        "choose-radio", f'Choose "{target}" and press Submit.', body, script, {"choice": target}
+    )
 
 
 def select_dropdown(rng: np.random.Generator) -> WidgetTask:
@@ -165,10 +192,17 @@ def select_dropdown(rng: np.random.Generator) -> WidgetTask:
     body = (
         "<select id='s' aria-label='Country'>"
         + "".join(f"<option>{esc(o)}</option>" for o in opts)
-        + "</select>" + _submit_button()
+        + "</select>"
+        + _submit_button()
     )
     script = "function collect(){ const s = document.getElementById('s'); return {choice: s.options[s.selectedIndex].text}; }"
-    return WidgetTask("select-dropdown", f'Select "{target}" from the list and press Submit.', body, script, {"choice": target})
+    return WidgetTask(
+        "select-dropdown",
+        f'Select "{target}" from the list and press Submit.',
+        body,
+        script,
+        {"choice": target},
+    )
 
 
 def click_tab(rng: np.random.Generator) -> WidgetTask:
@@ -194,8 +228,12 @@ def click_tab(rng: np.random.Generator) -> WidgetTask:
         " document.querySelectorAll('[id^=panel]').forEach((p,i)=>{p.hidden = i!==k;}); }"
     )
     return WidgetTask(
-        "click-tab", f'Find the link "{target}" on one of the tabs and click it.',
-        f"<div class='tabs'>{tabs}</div>{panels}", script, {"clicked": target}, {"tab": panel},
+        "click-tab",
+        f'Find the link "{target}" on one of the tabs and click it.',
+        f"<div class='tabs'>{tabs}</div>{panels}",
+        script,
+        {"clicked": target},
+        {"tab": panel},
     )
 
 
@@ -228,8 +266,11 @@ function collect() {{ return {{date: chosen}}; }}
 draw();
 """
     return WidgetTask(
-        "date-picker", f"Pick the date {target.isoformat()} in the calendar and press Submit.",
-        body, script, {"date": target.isoformat()},
+        "date-picker",
+        f"Pick the date {target.isoformat()} in the calendar and press Submit.",
+        body,
+        script,
+        {"date": target.isoformat()},
     )
 
 
@@ -254,8 +295,11 @@ function suggest() {{
 function collect() {{ return {{country: document.getElementById('a').value}}; }}
 """
     return WidgetTask(
-        "autocomplete", f'Type the first letters of "{target}", pick it from the suggestions, and press Submit.',
-        body, script, {"country": target},
+        "autocomplete",
+        f'Type the first letters of "{target}", pick it from the suggestions, and press Submit.',
+        body,
+        script,
+        {"country": target},
     )
 
 
@@ -263,10 +307,21 @@ def scroll_to_find(rng: np.random.Generator) -> WidgetTask:
     n = 40
     items = [f"{w} {i}" for i, w in enumerate(_pick(rng, WORDS, n))]
     target = items[int(rng.integers(n // 2, n))]
-    body = "<div class='scrollbox'>" + "".join(
-        f"<p><button onclick=\"agSend({{clicked: {esc(json.dumps(it))}}})\">{esc(it)}</button></p>" for it in items
-    ) + "</div>"
-    return WidgetTask("scroll-to-find", f'Scroll the list to find "{target}" and click it.', body, "", {"clicked": target})
+    body = (
+        "<div class='scrollbox'>"
+        + "".join(
+            f'<p><button onclick="agSend({{clicked: {esc(json.dumps(it))}}})">{esc(it)}</button></p>'
+            for it in items
+        )
+        + "</div>"
+    )
+    return WidgetTask(
+        "scroll-to-find",
+        f'Scroll the list to find "{target}" and click it.',
+        body,
+        "",
+        {"clicked": target},
+    )
 
 
 def sort_list(rng: np.random.Generator) -> WidgetTask:
@@ -290,8 +345,13 @@ function draw() {{
 function collect() {{ return {{order: items}}; }}
 draw();
 """
-    return WidgetTask("sort-list", "Sort the list alphabetically (A to Z) with the up/down buttons, then press Submit.",
-                      body, script, {"order": sorted(items)})
+    return WidgetTask(
+        "sort-list",
+        "Sort the list alphabetically (A to Z) with the up/down buttons, then press Submit.",
+        body,
+        script,
+        {"order": sorted(items)},
+    )
 
 
 def click_color(rng: np.random.Generator) -> WidgetTask:
@@ -310,8 +370,13 @@ def count_shapes(rng: np.random.Generator) -> WidgetTask:
     count = shapes.count(target)
     body = "<p>" + ", ".join(shapes) + "</p><input id='n' aria-label='Count'>" + _submit_button()
     script = "function collect(){ return {count: document.getElementById('n').value.trim()}; }"
-    return WidgetTask("count-shapes", f"How many times does the word {target} appear in the list? Enter the number and press Submit.",
-                      body, script, {"count": str(count)})
+    return WidgetTask(
+        "count-shapes",
+        f"How many times does the word {target} appear in the list? Enter the number and press Submit.",
+        body,
+        script,
+        {"count": str(count)},
+    )
 
 
 def toggle_switches(rng: np.random.Generator) -> WidgetTask:
@@ -320,20 +385,28 @@ def toggle_switches(rng: np.random.Generator) -> WidgetTask:
     want = [bool(rng.integers(2)) for _ in labels]
     if want == start:
         want[0] = not want[0]
-    body = "".join(
-        f"<p>{esc(w)} <span role='switch' aria-label='{esc(w)}' aria-checked='{'true' if s else 'false'}' "
-        "onclick=\"this.setAttribute('aria-checked', this.getAttribute('aria-checked')==='true'?'false':'true')\">"
-        f"{'on' if s else 'off'}</span></p>"
-        for w, s in zip(labels, start)
-    ) + _submit_button()
+    body = (
+        "".join(
+            f"<p>{esc(w)} <span role='switch' aria-label='{esc(w)}' aria-checked='{'true' if s else 'false'}' "
+            "onclick=\"this.setAttribute('aria-checked', this.getAttribute('aria-checked')==='true'?'false':'true')\">"
+            f"{'on' if s else 'off'}</span></p>"
+            for w, s in zip(labels, start)
+        )
+        + _submit_button()
+    )
     script = "function collect(){ return {on: [...document.querySelectorAll('[role=switch]')].filter(e => e.getAttribute('aria-checked')==='true').map(e => e.getAttribute('aria-label')).sort()}; }"
     on = sorted(w for w, s in zip(labels, want) if s)
     off = sorted(w for w, s in zip(labels, want) if not s)
     return WidgetTask(
         "toggle-switches",
-        "Turn on " + (", ".join(f'"{x}"' for x in on) or "nothing") + " and turn off "
-        + (", ".join(f'"{x}"' for x in off) or "nothing") + ", then press Submit.",
-        body, script, {"on": on},
+        "Turn on "
+        + (", ".join(f'"{x}"' for x in on) or "nothing")
+        + " and turn off "
+        + (", ".join(f'"{x}"' for x in off) or "nothing")
+        + ", then press Submit.",
+        body,
+        script,
+        {"on": on},
     )
 
 
@@ -345,7 +418,13 @@ def use_spinner(rng: np.random.Generator) -> WidgetTask:
         "<button onclick='v++; draw()'>Increase</button>" + _submit_button()
     )
     script = f"let v = {start}; function draw(){{ document.getElementById('val').textContent = 'Value: ' + v; }} function collect(){{ return {{value: v}}; }} draw();"
-    return WidgetTask("use-spinner", f"Set the value to {target} with the buttons and press Submit.", body, script, {"value": target})
+    return WidgetTask(
+        "use-spinner",
+        f"Set the value to {target} with the buttons and press Submit.",
+        body,
+        script,
+        {"value": target},
+    )
 
 
 def click_collapsible(rng: np.random.Generator) -> WidgetTask:
@@ -353,10 +432,16 @@ def click_collapsible(rng: np.random.Generator) -> WidgetTask:
     target = _pick(rng, names)
     body = "".join(
         f"<div class='card'><button aria-expanded='false' onclick=\"const d=this.nextElementSibling; d.hidden=!d.hidden; this.setAttribute('aria-expanded', String(!d.hidden))\">Section {esc(n)}</button>"
-        f"<div hidden><p>Details of {esc(n)}.</p><button onclick=\"agSend({{confirmed: {esc(json.dumps(n))}}})\">Confirm {esc(n)}</button></div></div>"
+        f'<div hidden><p>Details of {esc(n)}.</p><button onclick="agSend({{confirmed: {esc(json.dumps(n))}}})">Confirm {esc(n)}</button></div></div>'
         for n in names
     )
-    return WidgetTask("click-collapsible", f'Open section "{target}" and click its Confirm button.', body, "", {"confirmed": target})
+    return WidgetTask(
+        "click-collapsible",
+        f'Open section "{target}" and click its Confirm button.',
+        body,
+        "",
+        {"confirmed": target},
+    )
 
 
 def email_inbox(rng: np.random.Generator) -> WidgetTask:
@@ -364,12 +449,18 @@ def email_inbox(rng: np.random.Generator) -> WidgetTask:
     senders = _pick(rng, FIRST_NAMES, n)
     subjects = _pick(rng, WORDS, n)
     k = int(rng.integers(n))
-    body = "<table><tr><th>From</th><th>Subject</th><th></th></tr>" + "".join(
-        f"<tr><td>{esc(s)}</td><td>{esc(sub.title())}</td><td><button aria-label='Delete email from {esc(s)}' "
-        f"onclick=\"agSend({{deleted: {esc(json.dumps(s))}}})\">Delete</button></td></tr>"
-        for s, sub in zip(senders, subjects)
-    ) + "</table>"
-    return WidgetTask("email-inbox", f"Delete the email from {senders[k]}.", body, "", {"deleted": senders[k]})
+    body = (
+        "<table><tr><th>From</th><th>Subject</th><th></th></tr>"
+        + "".join(
+            f"<tr><td>{esc(s)}</td><td>{esc(sub.title())}</td><td><button aria-label='Delete email from {esc(s)}' "
+            f'onclick="agSend({{deleted: {esc(json.dumps(s))}}})">Delete</button></td></tr>'
+            for s, sub in zip(senders, subjects)
+        )
+        + "</table>"
+    )
+    return WidgetTask(
+        "email-inbox", f"Delete the email from {senders[k]}.", body, "", {"deleted": senders[k]}
+    )
 
 
 def click_menu(rng: np.random.Generator) -> WidgetTask:
@@ -384,14 +475,25 @@ def click_menu(rng: np.random.Generator) -> WidgetTask:
         )
         + "</div>"
     )
-    return WidgetTask("click-menu", f'Open the menu and choose "{target.title()}".', body, "", {"item": target})
+    return WidgetTask(
+        "click-menu", f'Open the menu and choose "{target.title()}".', body, "", {"item": target}
+    )
 
 
 def copy_code(rng: np.random.Generator) -> WidgetTask:
     code = "".join(str(_pick(rng, "ABCDEFGHJKLMNPQRSTUVWXYZ23456789")) for _ in range(6))
-    body = f"<div class='card'>Code: <b>{code}</b></div><input id='c' aria-label='Code'>" + _submit_button()
+    body = (
+        f"<div class='card'>Code: <b>{code}</b></div><input id='c' aria-label='Code'>"
+        + _submit_button()
+    )
     script = "function collect(){ return {code: document.getElementById('c').value}; }"
-    return WidgetTask("copy-code", "Type the code shown on the page into the field and press Submit.", body, script, {"code": code})
+    return WidgetTask(
+        "copy-code",
+        "Type the code shown on the page into the field and press Submit.",
+        body,
+        script,
+        {"code": code},
+    )
 
 
 def find_word(rng: np.random.Generator) -> WidgetTask:
@@ -400,32 +502,54 @@ def find_word(rng: np.random.Generator) -> WidgetTask:
     ordinal = {0: "1st", 1: "2nd", 2: "3rd"}.get(k, f"{k + 1}th")
     body = f"<p>{' '.join(words)}</p><input id='w' aria-label='Word'>" + _submit_button()
     script = "function collect(){ return {word: document.getElementById('w').value.trim()}; }"
-    return WidgetTask("find-word", f"Enter the {ordinal} word of the paragraph and press Submit.", body, script, {"word": words[k]})
+    return WidgetTask(
+        "find-word",
+        f"Enter the {ordinal} word of the paragraph and press Submit.",
+        body,
+        script,
+        {"word": words[k]},
+    )
 
 
 def text_transform(rng: np.random.Generator) -> WidgetTask:
     word = _pick(rng, WORDS) + " " + _pick(rng, WORDS)
     body = "<input id='t' aria-label='Text'>" + _submit_button()
     script = "function collect(){ return {text: document.getElementById('t').value}; }"
-    return WidgetTask("text-transform", f'Type "{word}" in capital letters and press Submit.', body, script, {"text": word.upper()})
+    return WidgetTask(
+        "text-transform",
+        f'Type "{word}" in capital letters and press Submit.',
+        body,
+        script,
+        {"text": word.upper()},
+    )
 
 
 def click_dialog(rng: np.random.Generator) -> WidgetTask:
     choice = _pick(rng, ["OK", "Cancel", "Close"])
     body = (
         f"<div role='dialog' class='card' aria-label='Notice'><p>{esc(_pick(rng, WORDS).title())} update available.</p>"
-        + "".join(f"<button onclick=\"agSend({{button: '{b}'}})\">{b}</button>" for b in ("OK", "Cancel", "Close"))
+        + "".join(
+            f"<button onclick=\"agSend({{button: '{b}'}})\">{b}</button>"
+            for b in ("OK", "Cancel", "Close")
+        )
         + "</div>"
     )
-    return WidgetTask("click-dialog", f'Close the dialog by pressing "{choice}".', body, "", {"button": choice})
+    return WidgetTask(
+        "click-dialog", f'Close the dialog by pressing "{choice}".', body, "", {"button": choice}
+    )
 
 
 def enter_date(rng: np.random.Generator) -> WidgetTask:
     d = date(2020, 1, 1) + timedelta(days=int(rng.integers(0, 3000)))
     body = "<input id='d' aria-label='Date' placeholder='MM/DD/YYYY'>" + _submit_button()
     script = "function collect(){ return {date: document.getElementById('d').value.trim()}; }"
-    return WidgetTask("enter-date", f"Enter the date {d.strftime('%B')} {d.day}, {d.year} as MM/DD/YYYY and press Submit.",
-                      body, script, {"date": d.strftime("%m/%d/%Y")})
+    return WidgetTask(
+        "enter-date",
+        f"Enter the date {d.strftime('%B')} {d.day}, {d.year} as MM/DD/YYYY and press Submit.",
+        body,
+        script,
+        {"date": d.strftime("%m/%d/%Y")},
+    )
 
 
 def search_results(rng: np.random.Generator) -> WidgetTask:
@@ -434,9 +558,7 @@ def search_results(rng: np.random.Generator) -> WidgetTask:
     hits = [d for d in docs if query in d.lower()]
     rank = int(rng.integers(len(hits)))
     target = hits[rank]
-    body = (
-        "<input id='q' aria-label='Search'><button onclick='search()'>Search</button><div id='res'></div>"
-    )
+    body = "<input id='q' aria-label='Search'><button onclick='search()'>Search</button><div id='res'></div>"
     script = f"""
 const DOCS = {json.dumps(docs)};
 function search() {{
@@ -447,8 +569,14 @@ function search() {{
   }});
 }}
 """
-    return WidgetTask("search-results", f'Search for "{query}" and click result number {rank + 1}.', body, script,
-                      {"clicked": target}, {"query": query})
+    return WidgetTask(
+        "search-results",
+        f'Search for "{query}" and click result number {rank + 1}.',
+        body,
+        script,
+        {"clicked": target},
+        {"query": query},
+    )
 
 
 GENERATORS: dict[str, Callable[[np.random.Generator], WidgetTask]] = {
@@ -583,8 +711,12 @@ def oracle(task: WidgetTask, elements: Elements, lines: list[str]) -> Action:
             return click(opt)
         return ("fill", {"bid": field_["bid"] if field_ else "0", "text": x["country"][:3]})
     if kind == "sort-list":
-        order = [e["name"][5:-3] for e in elements if e["name"].startswith("Move ") and e["name"].endswith(" up")]
-        for a, b in zip(order, order[1:]):
+        order = [
+            e["name"][5:-3]
+            for e in elements
+            if e["name"].startswith("Move ") and e["name"].endswith(" up")
+        ]
+        for a, b in itertools.pairwise(order):
             if a > b:
                 e = _by_name(elements, f"Move {b} up")
                 return click(e) if e else _submit(elements)

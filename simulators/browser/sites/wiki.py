@@ -15,13 +15,17 @@ from typing import Any
 from urllib.parse import quote_plus
 
 import numpy as np
-
 from agentgym.simulators.browser.site import Request, Response, Site, esc, not_found, page
 from agentgym.simulators.browser.sites.words import FIRST_NAMES, LAST_NAMES, WORDS
 
 HEADER = "<header class='ag'><b>Wiki</b> <a href='/'>Index</a></header>"
-CITY_FACTS = {"population": "population", "founded": "year of founding", "mayor": "mayor",
-              "elevation": "elevation in metres", "river": "river"}
+CITY_FACTS = {
+    "population": "population",
+    "founded": "year of founding",
+    "mayor": "mayor",
+    "elevation": "elevation in metres",
+    "river": "river",
+}
 
 
 @dataclass(frozen=True)
@@ -43,10 +47,13 @@ def build_wiki(seed: int = 0, cities: int = 40, people: int = 60) -> dict[str, A
     picked = [names[int(i)] for i in rng.choice(len(names), cities, replace=False)]
     out: dict[str, Article] = {}
     for name in picked:
-        facts = (
+        facts: tuple[tuple[str, str], ...] = (
             ("population", str(int(rng.integers(2_000, 900_000)))),
             ("founded", str(int(rng.integers(1100, 1950)))),
-            ("mayor", f"{FIRST_NAMES[int(rng.integers(len(FIRST_NAMES)))]} {LAST_NAMES[int(rng.integers(len(LAST_NAMES)))]}"),
+            (
+                "mayor",
+                f"{FIRST_NAMES[int(rng.integers(len(FIRST_NAMES)))]} {LAST_NAMES[int(rng.integers(len(LAST_NAMES)))]}",
+            ),
             ("elevation", str(int(rng.integers(0, 2400)))),
             ("river", WORDS[int(rng.integers(len(WORDS)))].title() + " River"),
         )
@@ -57,10 +64,19 @@ def build_wiki(seed: int = 0, cities: int = 40, people: int = 60) -> dict[str, A
     for i in range(people):
         name = f"{FIRST_NAMES[int(rng.integers(len(FIRST_NAMES)))]} {LAST_NAMES[int(rng.integers(len(LAST_NAMES)))]} {i}"
         home = city_list[int(rng.integers(len(city_list)))]
-        facts = (("born in", home.title), ("occupation", WORDS[int(rng.integers(len(WORDS)))] + " maker"),
-                 ("born", str(int(rng.integers(1900, 2000)))))
+        facts = (
+            ("born in", home.title),
+            ("occupation", WORDS[int(rng.integers(len(WORDS)))] + " maker"),
+            ("born", str(int(rng.integers(1900, 2000)))),
+        )
         slug = name.lower().replace(" ", "-")
-        out[slug] = Article(slug, name, "person", facts, f"{name} is a {dict(facts)['occupation']} from {home.title}.")
+        out[slug] = Article(
+            slug,
+            name,
+            "person",
+            facts,
+            f"{name} is a {dict(facts)['occupation']} from {home.title}.",
+        )
     return out
 
 
@@ -118,7 +134,9 @@ class WikiSite(Site):
         if request.path == "/search":
             q = request.arg("q").strip().lower()
             hits = [a for a in self.wiki.values() if q and q in a.title.lower()][:20]
-            rows = "".join(f"<li><a href='/wiki/{esc(a.slug)}'>{esc(a.title)}</a></li>" for a in hits)
+            rows = "".join(
+                f"<li><a href='/wiki/{esc(a.slug)}'>{esc(a.title)}</a></li>" for a in hits
+            )
             body = form + f"<p>{len(hits)} results for {esc(q)}</p><ul>{rows}</ul>"
             return Response(page(f"Search: {q}", HEADER + body))
         if request.path.startswith("/wiki/"):
