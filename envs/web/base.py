@@ -9,6 +9,7 @@ observation layout and the state key. Families supply the task set, the site and
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ class WebEnv(AgentEnv):
             observation (browser mode only).
         obs_chars: Budget for the page lines of one observation; the rest is cut with a note.
         action_timeout: Seconds one browser action may take before it counts as hung.
+        aria: Append Playwright's ARIA snapshot of the page to the text (browser mode only).
     """
 
     metadata: ClassVar[dict[str, Any]] = {"family": "web", "render_modes": ["ansi"]}  # type: ignore[misc]
@@ -71,6 +73,7 @@ class WebEnv(AgentEnv):
         screenshot: bool | str = False,
         obs_chars: int = 6000,
         action_timeout: float = 10.0,
+        aria: bool = False,
         split: str = "train",
         reward_weights: Mapping[str, float] | None = None,
         max_turns: int | None = None,
@@ -93,7 +96,10 @@ class WebEnv(AgentEnv):
             )
         if screenshot and mode == "text":
             raise InvalidConfigError("screenshots need mode='browser'.")
+        if aria and mode == "text":
+            raise InvalidConfigError("aria snapshots need mode='browser'.")
         self.mode = mode
+        self.aria = bool(aria)
         self.screenshot = screenshot
         self.obs_chars = int(obs_chars)
         self.action_timeout = float(action_timeout)
@@ -256,7 +262,43 @@ class WebEnv(AgentEnv):
                 break
             body.append(line)
             used += len(line) + 1
+        if self.aria and self.mode == "browser" and self._driver is not None:
+            body += ["Accessibility tree:", self._driver.aria_snapshot()]
         return "\n".join(head + body)
+
+    # -- snapshots -------------------------------------------------------------------------
+
+    def env_state(self) -> Any:
+        """Per-episode bookkeeping of a family (progress flags) for native snapshots."""
+        return None
+
+    def load_env_state(self, state: Any) -> None:
+        pass
+
+    def _native_snapshot(self) -> Any:
+        """Text mode: a cheap copy (site state + text browser + bookkeeping).
+
+        Browser mode returns None, so restore replays the episode's actions: the page's
+        own JavaScript state cannot be copied out of Chromium faithfully.
+        """
+        if self.mode != "text" or self._driver is None:
+            return None
+        return {
+            "site": self.site.snapshot_state(),
+            "browser": self._driver.snapshot(),
+            "page": copy.deepcopy(self._page),
+            "instruction": self._instruction,
+            "answer": self._answer,
+            "env": copy.deepcopy(self.env_state()),
+        }
+
+    def _native_restore(self, native: Any) -> None:
+        self.site.restore_state(native["site"])
+        self.driver.restore(native["browser"])
+        self._page = copy.deepcopy(native["page"])
+        self._instruction = native["instruction"]
+        self._answer = native["answer"]
+        self.load_env_state(copy.deepcopy(native["env"]))
 
     # -- state -----------------------------------------------------------------------------
 

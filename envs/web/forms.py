@@ -59,6 +59,12 @@ class WebFormsEnv(WebEnv):
         self._score = 0.0
         super().__init__(**kwargs)
 
+    def env_state(self) -> Any:
+        return self._score
+
+    def load_env_state(self, state: Any) -> None:
+        self._score = state
+
     def make_site(self) -> Site:
         return FormSite()
 

@@ -65,6 +65,12 @@ class WebShopEnv(WebEnv):
         self._progress_given = False
         super().__init__(**kwargs)
 
+    def env_state(self) -> Any:
+        return self._progress_given
+
+    def load_env_state(self, state: Any) -> None:
+        self._progress_given = state
+
     def make_site(self) -> Site:
         return ShopSite(catalog_size=self.catalog_size)
 

@@ -59,6 +59,12 @@ class WebWikiEnv(WebEnv):
         self._seen: set[str] = set()
         super().__init__(**kwargs)
 
+    def env_state(self) -> Any:
+        return self._seen
+
+    def load_env_state(self, state: Any) -> None:
+        self._seen = state
+
     def make_site(self) -> Site:
         return WikiSite()
 

@@ -198,6 +198,7 @@ class TextDocument:
     def __init__(self, url: str, source: str):
         self.url = url
         self.raw_url = url
+        self.source = source
         self.root = parse_html(source)
         title = find(self.root, "title")
         self.title = norm(title.text_content()) if title else ""
@@ -357,6 +358,50 @@ class TextBrowser:
         if node is None:
             return None, f"there is no element [{bid}] on this page"
         return node, None
+
+    # -- snapshots -----------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The browser's own state (page source, form state by element id, history)."""
+        doc = self.doc
+        if doc is None:
+            return {"doc": None, "history": list(self.history)}
+        form: dict[str, Any] = {}
+        for bid, node in doc.by_bid.items():
+            key = id(node)
+            if key in doc.values:
+                form[bid] = ("value", doc.values[key])
+            elif key in doc.checked:
+                form[bid] = ("checked", doc.checked[key])
+            elif key in doc.selected:
+                form[bid] = ("selected", doc.selected[key])
+        focus = self.focus.attrs.get("data-bid") if self.focus is not None else None
+        return {
+            "doc": (doc.url, doc.raw_url, doc.source, form, focus),
+            "history": list(self.history),
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Return to a :meth:`snapshot` (the site's state is restored separately)."""
+        self.history = list(state["history"])
+        self.focus = None
+        if state["doc"] is None:
+            self.doc = None
+            return
+        url, raw_url, source, form, focus = state["doc"]
+        doc = TextDocument(url, source)
+        doc.raw_url = raw_url
+        doc.observe()
+        for bid, (kind, value) in form.items():
+            node = doc.by_bid.get(bid)
+            if node is None:
+                continue
+            getattr(doc, {"value": "values", "checked": "checked", "selected": "selected"}[kind])[
+                id(node)
+            ] = value
+        self.doc = doc
+        if focus is not None:
+            self.focus = doc.by_bid.get(focus)
 
     # -- actions -------------------------------------------------------------------------
 

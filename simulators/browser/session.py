@@ -104,6 +104,21 @@ class BrowserSession:
         assert self._last is not None
         return self._last
 
+    def aria_snapshot(self, max_chars: int = 4000) -> str:
+        """Playwright's ARIA snapshot of the page body (YAML-like text), cut to ``max_chars``."""
+
+        async def snap() -> str:
+            await self.runtime.ensure_page(self.slot)
+            return await self.slot.page.locator("body").aria_snapshot(
+                timeout=self.action_timeout * 1000
+            )
+
+        try:
+            text = self.runtime.call(snap(), self.action_timeout)
+        except Exception as exc:
+            return f"(no accessibility snapshot: {_describe(exc)})"
+        return text if len(text) <= max_chars else text[:max_chars] + "\n[... cut]"
+
     def screenshot(self, kind: str = "png", quality: int = 80) -> np.ndarray:
         """The viewport as an HxWx3 uint8 array."""
         from PIL import Image

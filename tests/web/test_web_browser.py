@@ -255,3 +255,29 @@ def test_slots_have_separate_origins(runtime):
     assert runtime.call(sb.page.evaluate("() => localStorage.getItem('k')"), 5) is None
     a.close()
     b.close()
+
+
+def test_aria_snapshot_option(runtime):
+    env = gym.make("agentgym/WebWidgets-v0", aria=True)
+    obs, _ = env.reset(options={"task_id": "widget-click-button-1"})
+    assert "Accessibility tree:" in obs["text"]
+    assert "- button" in obs["text"].split("Accessibility tree:")[1]
+    env.close()
+
+
+def test_tabs_are_recycled_and_env_keeps_working(runtime):
+    env = gym.make("agentgym/WebTodo-v0")
+    old = runtime.recycle_after
+    runtime.recycle_after = 2
+    try:
+        env.reset(seed=0)
+        pages = set()
+        for seed in range(1, 5):
+            env.reset(seed=seed)
+            pages.add(id(env.unwrapped.driver.slot.page))
+            info = run_oracle(env, 10)
+            assert info["success"]
+        assert len(pages) >= 2
+    finally:
+        runtime.recycle_after = old
+        env.close()

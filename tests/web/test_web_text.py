@@ -245,3 +245,31 @@ def test_bad_actions_in_text_mode_are_reported():
     obs, *_ = env.step(call("goto", path="/"))
     assert "URL: /" in obs["text"]
     env.close()
+
+
+@pytest.mark.parametrize("env_id", TEXT_IDS)
+def test_text_mode_snapshot_is_native_and_restores_the_future(env_id):
+    env = gym.make(env_id)
+    env.reset(seed=3)
+    env.step(env.unwrapped.oracle_action())
+    snap = env.unwrapped.snapshot()
+    assert snap.native is not None, "text mode copies its state instead of replaying"
+    future = [env.unwrapped.oracle_action() for _ in range(1)]
+    first = []
+    for _ in range(6):
+        action = env.unwrapped.oracle_action()
+        future.append(action)
+        obs, reward, term, trunc, info = env.step(action)
+        first.append((obs["text"], reward, info["state_key"]))
+        if term or trunc:
+            break
+    other = gym.make(env_id)
+    other.reset(seed=99)
+    other.unwrapped.restore(snap)
+    second = []
+    for action in future[1 : len(first) + 1]:
+        obs, reward, term, trunc, info = other.step(action)
+        second.append((obs["text"], reward, info["state_key"]))
+    assert first == second
+    env.close()
+    other.close()
