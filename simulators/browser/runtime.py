@@ -316,31 +316,43 @@ class BrowserRuntime:
                 os.kill(pid, signal.SIGKILL)
 
     def memory_rss_mb(self) -> float:
-        """Resident memory of this runtime's Chromium processes, in MiB."""
-        marker = f"--agentgym-runtime={self.token}".encode()
-        total = 0
+        """Memory of this runtime's Chromium and all its descendants, in MiB.
+
+        Uses the proportional set size (shared pages split between the processes sharing
+        them) where the kernel reports it, else RSS (an upper bound).
+        """
+        parents: dict[int, int] = {}
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
                 continue
             try:
-                with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                    cmd = fh.read()
-                if marker not in cmd and not self._is_child_of_browser(int(entry)):
-                    continue
-                with open(f"/proc/{entry}/statm") as fh:
+                with open(f"/proc/{entry}/stat") as fh:
+                    parents[int(entry)] = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+        family = set(self.browser_pids())
+        grew = True
+        while grew:
+            grew = False
+            for pid, ppid in parents.items():
+                if ppid in family and pid not in family:
+                    family.add(pid)
+                    grew = True
+        total = 0
+        for pid in family:
+            try:
+                with open(f"/proc/{pid}/smaps_rollup") as fh:
+                    pss = next(ln for ln in fh if ln.startswith("Pss:"))
+                total += int(pss.split()[1]) * 1024
+                continue
+            except (OSError, ValueError, StopIteration):
+                pass
+            try:
+                with open(f"/proc/{pid}/statm") as fh:
                     total += int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
             except (OSError, ValueError):
                 continue
         return total / 2**20
-
-    def _is_child_of_browser(self, pid: int) -> bool:
-        mains = set(self.browser_pids())
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            return False
-        return ppid in mains
 
     @property
     def slots(self) -> dict[int, Slot]:

@@ -16,6 +16,7 @@ happened in the returned error, so the env keeps working.
 from __future__ import annotations
 
 import asyncio
+import base64
 import io
 import logging
 from typing import Any
@@ -58,6 +59,8 @@ class BrowserSession:
         self.action_timeout = action_timeout
         self.navigation_timeout = navigation_timeout
         self._last: PageObservation | None = None
+        self._cdp: Any = None
+        self._cdp_page: Any = None
         self.notice: str | None = None
         #: True when the last action failed because of the browser, not the model.
         self.infra_error = False
@@ -120,20 +123,26 @@ class BrowserSession:
         return text if len(text) <= max_chars else text[:max_chars] + "\n[... cut]"
 
     def screenshot(self, kind: str = "png", quality: int = 80) -> np.ndarray:
-        """The viewport as an HxWx3 uint8 array."""
+        """The viewport as an HxWx3 uint8 array (CDP ``Page.captureScreenshot``)."""
         from PIL import Image
 
         async def shot() -> bytes:
             await self.runtime.ensure_page(self.slot)
-            opts: dict[str, Any] = {"type": kind, "timeout": self.action_timeout * 1000}
+            page = self.slot.page
+            if self._cdp is None or self._cdp_page is not page:
+                self._cdp = await page.context.new_cdp_session(page)
+                self._cdp_page = page
+            params: dict[str, Any] = {"format": kind, "optimizeForSpeed": True}
             if kind == "jpeg":
-                opts["quality"] = quality
-            return await self.slot.page.screenshot(**opts)
+                params["quality"] = quality
+            result = await self._cdp.send("Page.captureScreenshot", params)
+            return base64.b64decode(result["data"])
 
         try:
             data = self.runtime.call(shot(), self.action_timeout)
         except Exception as exc:
             logger.warning("screenshot failed: %s", exc)
+            self._cdp = None
             return np.zeros((8, 8, 3), dtype=np.uint8)
         with Image.open(io.BytesIO(data)) as img:
             return np.asarray(img.convert("RGB"), dtype=np.uint8).copy()
