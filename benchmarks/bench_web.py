@@ -267,6 +267,7 @@ def _browsergym(url: str, steps: int, tuned: bool) -> dict[str, Any] | str:
 
 
 def run(quick: bool = False) -> str:
+    load_before = os.getloadavg()[0]
     secs = 3.0 if quick else 8.0
     soak_secs = 10.0 if quick else 60.0
     rows: list[tuple[str, str]] = []
@@ -319,8 +320,8 @@ def run(quick: bool = False) -> str:
         )
     rows.append(("steps/s, WebShopText oracle (text mode, 1 env)", f"{_text_mode_rate(secs):.0f}"))
     fixed, per_env = _memory()
-    rows.append(("Chromium RSS with 1 env (fixed cost)", f"{fixed:.0f} MiB"))
-    rows.append(("Chromium RSS per extra env (tab), 1 -> 8 envs", f"{per_env:.0f} MiB"))
+    rows.append(("Chromium memory (PSS, whole process tree) with 1 env", f"{fixed:.0f} MiB"))
+    rows.append(("Chromium memory (PSS) per extra env (tab), 1 -> 8 envs", f"{per_env:.0f} MiB"))
     steps, episodes, errors = _soak(soak_secs)
     rows.append(
         (
@@ -361,12 +362,15 @@ def run(quick: bool = False) -> str:
             peer_rows.append((label, res, "", ""))
     if _PEER_SESSION[0] is not None:
         _PEER_SESSION[0].close()
+    load_after = os.getloadavg()[0]
 
     out = [
         "## Web envs (real Chromium) vs BrowserGym",
         "",
         "Machine: 2-core CPU, no GPU, Debian Chromium through Playwright; **the 2 cores were shared "
-        "with other jobs during this run**, so absolute figures are noisy and on the low side. "
+        "with other jobs during this run** (1-minute load average "
+        f"{load_before:.0f} at the start, {load_after:.0f} at the end), so absolute figures are "
+        "noisy and on the low side; the ratios to BrowserGym come from the same run. "
         f"Mode: {'quick' if quick else 'full'}; throughput windows {secs:.0f} s each. Baseline: "
         "BrowserGym (`browsergym-core`, its own venv, pinned Playwright 1.44, the same Chromium "
         "binary) on the same local 25-button page served by agentgym's site server.",

@@ -273,3 +273,14 @@ def test_text_mode_snapshot_is_native_and_restores_the_future(env_id):
     assert first == second
     env.close()
     other.close()
+
+
+def test_missing_chromium_raises_a_clear_error(monkeypatch):
+    from agentgym.error import DependencyMissingError
+    from agentgym.simulators.browser import runtime
+
+    monkeypatch.setattr(runtime, "CHROMIUM_CANDIDATES", ("/nonexistent/chromium",))
+    monkeypatch.delenv("AGENTGYM_CHROMIUM", raising=False)
+    monkeypatch.setattr(runtime.shutil, "which", lambda name: None)
+    with pytest.raises(DependencyMissingError, match="apt-get install -y chromium"):
+        runtime.find_chromium()
