@@ -1,0 +1,565 @@
+"""A browser-free mirror of the in-page observation, and a text-mode browser.
+
+:func:`observe_html` turns server-rendered HTML into exactly the observation that
+``static/observe.js`` produces in Chromium for the same document (same element ids, roles,
+names, values and text lines), for pages that hide things only with the ``hidden``
+attribute, ``aria-hidden`` or an inline ``display:none``. :class:`TextBrowser` drives a
+:class:`~agentgym.simulators.browser.site.Site` directly with the same actions the browser
+takes (click, fill, select, check, press Enter, goto, back), so a text-mode env gives the
+same observations and rewards as the browser env, at a fraction of the cost.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from typing import Any
+from urllib.parse import unquote_plus, urlencode, urljoin, urlsplit
+
+from agentgym.simulators.browser.site import Request, Site
+
+VOID = frozenset(
+    [
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+    ]
+)
+SKIP = frozenset({"script", "style", "noscript", "template", "head", "option"})
+TEXT_INPUTS = frozenset({"", "text", "search", "email", "number", "password", "tel", "url"})
+ARIA_ROLES = frozenset(
+    [
+        "button",
+        "link",
+        "tab",
+        "option",
+        "checkbox",
+        "radio",
+        "menuitem",
+        "switch",
+        "textbox",
+        "combobox",
+        "treeitem",
+    ]
+)
+_WS = re.compile(r"\s+")
+
+
+def display_url(url: str) -> str:
+    """The address as observations show it: path plus the decoded query (both modes)."""
+    parts = urlsplit(url)
+    return parts.path + ("?" + unquote_plus(parts.query) if parts.query else "")
+
+
+def norm(text: str) -> str:
+    return _WS.sub(" ", text or "").strip()
+
+
+def cut(text: str, n: int) -> str:
+    return text[:n] + "…" if len(text) > n else text
+
+
+def q(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass
+class Node:
+    """One element (``tag`` set) or text node (``text`` set)."""
+
+    tag: str = ""
+    attrs: dict[str, str] = field(default_factory=dict)
+    children: list[Node] = field(default_factory=list)
+    text: str | None = None
+    parent: Node | None = None
+
+    def text_content(self) -> str:
+        if self.text is not None:
+            return self.text
+        return "".join(c.text_content() for c in self.children)
+
+    def iter(self):  # type: ignore[no-untyped-def]
+        yield self
+        for c in self.children:
+            yield from c.iter()
+
+    def ancestor(self, tag: str) -> Node | None:
+        node = self.parent
+        while node is not None and node.tag != tag:
+            node = node.parent
+        return node
+
+
+class _Builder(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.root = Node(tag="#document")
+        self.stack = [self.root]
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        node = Node(tag=tag, attrs={k: (v if v is not None else "") for k, v in attrs})
+        node.parent = self.stack[-1]
+        self.stack[-1].children.append(node)
+        if tag not in VOID:
+            self.stack.append(node)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+        if tag not in VOID:
+            self.stack.pop()
+
+    def handle_endtag(self, tag: str) -> None:
+        for i in range(len(self.stack) - 1, 0, -1):
+            if self.stack[i].tag == tag:
+                del self.stack[i:]
+                return
+
+    def handle_data(self, data: str) -> None:
+        parent = self.stack[-1]
+        if parent.children and parent.children[-1].text is not None:
+            parent.children[-1].text += data
+        else:
+            parent.children.append(Node(text=data, parent=parent))
+
+
+def parse_html(source: str) -> Node:
+    """Parse a document into a small tree (enough for server-rendered pages)."""
+    builder = _Builder()
+    builder.feed(source)
+    builder.close()
+    return builder.root
+
+
+def find(root: Node, tag: str) -> Node | None:
+    return next((n for n in root.iter() if n.tag == tag), None)
+
+
+def _hidden(node: Node) -> bool:
+    if "hidden" in node.attrs or node.attrs.get("aria-hidden") == "true":
+        return True
+    style = node.attrs.get("style", "").replace(" ", "").lower()
+    return "display:none" in style or "visibility:hidden" in style
+
+
+def role_of(node: Node) -> str | None:
+    aria = node.attrs.get("role")
+    if aria in ARIA_ROLES:
+        return aria
+    tag = node.tag
+    if tag == "a" and "href" in node.attrs:
+        return "link"
+    if tag == "button":
+        return "button"
+    if tag == "select":
+        return "combobox"
+    if tag == "textarea":
+        return "textbox"
+    if tag == "input":
+        kind = node.attrs.get("type", "").lower()
+        if kind in ("submit", "button", "reset"):
+            return "button"
+        if kind in ("checkbox", "radio"):
+            return kind
+        if kind in TEXT_INPUTS:
+            return "textbox"
+    return None
+
+
+@dataclass
+class PageObservation:
+    """What one observation of a page holds (both modes)."""
+
+    url: str
+    title: str
+    lines: list[str]
+    elements: list[dict[str, Any]]
+
+    @classmethod
+    def from_js(cls, data: dict[str, Any]) -> PageObservation:
+        return cls(data["url"], data["title"], list(data["lines"]), list(data["elements"]))
+
+
+class TextDocument:
+    """A parsed page plus the form state the text browser keeps for it."""
+
+    def __init__(self, url: str, source: str):
+        self.url = url
+        self.raw_url = url
+        self.source = source
+        self.root = parse_html(source)
+        title = find(self.root, "title")
+        self.title = norm(title.text_content()) if title else ""
+        self.body = find(self.root, "body") or self.root
+        self.next_bid = 0
+        self.by_bid: dict[str, Node] = {}
+        # live form state, initialised from the markup
+        self.values: dict[int, str] = {}
+        self.checked: dict[int, bool] = {}
+        self.selected: dict[int, int] = {}
+        for node in self.root.iter():
+            if node.tag == "input":
+                kind = node.attrs.get("type", "").lower()
+                if kind in ("checkbox", "radio"):
+                    self.checked[id(node)] = "checked" in node.attrs
+                else:
+                    self.values[id(node)] = node.attrs.get("value", "")
+            elif node.tag == "textarea":
+                self.values[id(node)] = node.text_content()
+            elif node.tag == "select":
+                opts = self.options(node)
+                pick = next((i for i, o in enumerate(opts) if "selected" in o.attrs), 0)
+                self.selected[id(node)] = pick if opts else -1
+
+    @staticmethod
+    def options(select: Node) -> list[Node]:
+        return [n for n in select.iter() if n.tag == "option"]
+
+    def value(self, node: Node) -> str:
+        return self.values.get(id(node), "")
+
+    def name(self, node: Node) -> str:
+        label = node.attrs.get("aria-label")
+        if label:
+            return norm(label)
+        if node.tag == "input":
+            kind = node.attrs.get("type", "").lower()
+            if kind in ("submit", "button", "reset"):
+                return norm(node.attrs.get("value") or "Submit")
+            return norm(node.attrs.get("placeholder") or node.attrs.get("name") or "")
+        if node.tag in ("select", "textarea"):
+            return norm(node.attrs.get("placeholder") or node.attrs.get("name") or "")
+        return norm(node.text_content())
+
+    def observe(self) -> PageObservation:
+        lines: list[str] = []
+        elements: list[dict[str, Any]] = []
+
+        def describe(node: Node, role: str, bid: str) -> None:
+            info: dict[str, Any] = {"bid": bid, "role": role, "name": cut(self.name(node), 100)}
+            line = f"[{bid}] {role} {q(info['name'])}"
+            if node.tag == "select":
+                opts = [norm(o.text_content()) for o in self.options(node)]
+                idx = self.selected.get(id(node), -1)
+                sel = opts[idx] if idx >= 0 else ""
+                info["value"], info["options"] = sel, opts
+                line += f" value={q(sel)} options={q(opts)}"
+            elif role == "textbox" and node.tag in ("input", "textarea"):
+                value = self.value(node)
+                info["value"] = value
+                if value:
+                    line += f" value={q(cut(value, 200))}"
+            elif role in ("checkbox", "radio", "switch"):
+                if node.tag == "input":
+                    checked = self.checked.get(id(node), False)
+                else:
+                    checked = node.attrs.get("aria-checked") == "true"
+                info["checked"] = checked
+                line += " checked" if checked else " unchecked"
+            elif role in ("tab", "option"):
+                sel_ = node.attrs.get("aria-selected") == "true"
+                info["selected"] = sel_
+                if sel_:
+                    line += " selected"
+            if "disabled" in node.attrs or node.attrs.get("aria-disabled") == "true":
+                info["disabled"] = True
+                line += " disabled"
+            elements.append(info)
+            lines.append(line)
+
+        def walk(node: Node, inside: bool) -> None:
+            for ch in node.children:
+                if ch.text is not None:
+                    if not inside:
+                        t = norm(ch.text)
+                        if t:
+                            lines.append(cut(t, 500))
+                    continue
+                if ch.tag in SKIP or _hidden(ch):
+                    continue
+                role = role_of(ch)
+                if role:
+                    bid = ch.attrs.get("data-bid")
+                    if bid is None:
+                        bid = str(self.next_bid)
+                        self.next_bid += 1
+                        ch.attrs["data-bid"] = bid
+                        self.by_bid[bid] = ch
+                    describe(ch, role, bid)
+                    walk(ch, True)
+                else:
+                    walk(ch, inside)
+
+        walk(self.body, False)
+        return PageObservation(self.url, self.title, lines, elements)
+
+
+class TextBrowser:
+    """Drive a :class:`Site` with browser actions, no Chromium involved.
+
+    Each method returns ``None`` on success or an error message, worded like the browser
+    session's, so envs can treat both modes alike.
+    """
+
+    def __init__(self, site: Site, *, max_redirects: int = 5):
+        self.site = site
+        self.max_redirects = max_redirects
+        self.doc: TextDocument | None = None
+        self.history: list[str] = []
+        self.focus: Node | None = None
+        self.infra_error = False
+
+    @property
+    def url(self) -> str:
+        return self.doc.url if self.doc else "/"
+
+    def open(self, path: str, *, push: bool = True) -> str | None:
+        return self._request(Request.from_url("GET", path), push=push, raw_url=path)
+
+    def _request(self, request: Request, *, push: bool = True, raw_url: str = "") -> str | None:
+        response = self.site.serve(request)
+        hops = 0
+        while response.redirect is not None and hops < self.max_redirects:
+            hops += 1
+            request = Request.from_url("GET", response.redirect)
+            raw_url = response.redirect
+            response = self.site.serve(request)
+        if response.html is None:
+            return f"the page at {request.path} did not return HTML"
+        url = request.path + (("?" + urlencode(request.query, doseq=True)) if request.query else "")
+        url = raw_url or url
+        if push and self.doc is not None:
+            self.history.append(self.doc.raw_url)
+        self.doc = TextDocument(display_url(url), response.html)
+        self.doc.raw_url = url
+        self.doc.observe()  # assign ids in document order, as the browser does on load
+        self.focus = None
+        return None
+
+    def observe(self) -> PageObservation:
+        assert self.doc is not None
+        return self.doc.observe()
+
+    def _node(self, bid: str) -> tuple[Node | None, str | None]:
+        assert self.doc is not None
+        node = self.doc.by_bid.get(str(bid))
+        if node is None:
+            return None, f"there is no element [{bid}] on this page"
+        return node, None
+
+    # -- snapshots -----------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The browser's own state (page source, form state by element id, history)."""
+        doc = self.doc
+        if doc is None:
+            return {"doc": None, "history": list(self.history)}
+        form: dict[str, Any] = {}
+        for bid, node in doc.by_bid.items():
+            key = id(node)
+            if key in doc.values:
+                form[bid] = ("value", doc.values[key])
+            elif key in doc.checked:
+                form[bid] = ("checked", doc.checked[key])
+            elif key in doc.selected:
+                form[bid] = ("selected", doc.selected[key])
+        focus = self.focus.attrs.get("data-bid") if self.focus is not None else None
+        return {
+            "doc": (doc.url, doc.raw_url, doc.source, form, focus),
+            "history": list(self.history),
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Return to a :meth:`snapshot` (the site's state is restored separately)."""
+        self.history = list(state["history"])
+        self.focus = None
+        if state["doc"] is None:
+            self.doc = None
+            return
+        url, raw_url, source, form, focus = state["doc"]
+        doc = TextDocument(url, source)
+        doc.raw_url = raw_url
+        doc.observe()
+        for bid, (kind, value) in form.items():
+            node = doc.by_bid.get(bid)
+            if node is None:
+                continue
+            getattr(doc, {"value": "values", "checked": "checked", "selected": "selected"}[kind])[
+                id(node)
+            ] = value
+        self.doc = doc
+        if focus is not None:
+            self.focus = doc.by_bid.get(focus)
+
+    # -- actions -------------------------------------------------------------------------
+
+    def click(self, bid: str) -> str | None:
+        node, err = self._node(bid)
+        if node is None:
+            return err
+        assert self.doc is not None
+        role = role_of(node)
+        if "disabled" in node.attrs or node.attrs.get("aria-disabled") == "true":
+            return f"element [{bid}] is disabled"
+        if role == "link":
+            href = node.attrs.get("href", "")
+            target = urlsplit(urljoin("http://site" + self.doc.raw_url, href))
+            if target.scheme != "http" or target.netloc != "site":
+                return f"link [{bid}] leads outside the site ({target.scheme}:); blocked"
+            return self.open(target.path + (f"?{target.query}" if target.query else ""))
+        if node.tag == "input" and node.attrs.get("type", "").lower() in ("checkbox", "radio"):
+            return self._set_checked(
+                node,
+                not self.doc.checked.get(id(node), False)
+                or node.attrs.get("type", "").lower() == "radio",
+            )
+        if role in ("textbox", "combobox"):
+            self.focus = node
+            return None
+        is_submit = (node.tag == "button" and node.attrs.get("type", "submit") == "submit") or (
+            node.tag == "input" and node.attrs.get("type", "").lower() == "submit"
+        )
+        form = node.ancestor("form")
+        if is_submit and form is not None:
+            return self._submit(form, node)
+        return None
+
+    def _set_checked(self, node: Node, value: bool) -> str | None:
+        assert self.doc is not None
+        if node.attrs.get("type", "").lower() == "radio" and value:
+            group = node.attrs.get("name")
+            form = node.ancestor("form") or self.doc.root
+            for other in form.iter():
+                if (
+                    other.tag == "input"
+                    and other.attrs.get("type", "").lower() == "radio"
+                    and (other.attrs.get("name") == group)
+                ):
+                    self.doc.checked[id(other)] = False
+        self.doc.checked[id(node)] = value
+        return None
+
+    def set_checked(self, bid: str, value: bool) -> str | None:
+        node, err = self._node(bid)
+        if node is None:
+            return err
+        if role_of(node) not in ("checkbox", "radio"):
+            return f"element [{bid}] is not a checkbox or radio button"
+        assert self.doc is not None
+        if self.doc.checked.get(id(node), False) == value:
+            return None
+        if not value and node.attrs.get("type", "").lower() == "radio":
+            return f"radio button [{bid}] cannot be unchecked directly; check another option"
+        return self._set_checked(node, value)
+
+    def fill(self, bid: str, text: str) -> str | None:
+        node, err = self._node(bid)
+        if node is None:
+            return err
+        if role_of(node) != "textbox" or node.tag not in ("input", "textarea"):
+            return f"element [{bid}] is not a text field"
+        if "disabled" in node.attrs or "readonly" in node.attrs:
+            return None
+        assert self.doc is not None
+        maxlength = node.attrs.get("maxlength")
+        if maxlength and maxlength.isdigit():
+            text = text[: int(maxlength)]
+        if node.tag == "input":
+            text = text.replace("\r", "").replace("\n", "")
+        self.doc.values[id(node)] = text
+        self.focus = node
+        return None
+
+    def select(self, bid: str, option: str) -> str | None:
+        node, err = self._node(bid)
+        if node is None:
+            return err
+        if node.tag != "select":
+            return f"element [{bid}] is not a dropdown"
+        assert self.doc is not None
+        opts = TextDocument.options(node)
+        for i, opt in enumerate(opts):
+            if norm(opt.text_content()) == norm(option):
+                self.doc.selected[id(node)] = i
+                return None
+        for i, opt in enumerate(opts):
+            if opt.attrs.get("value") == option:
+                self.doc.selected[id(node)] = i
+                return None
+        names = [norm(o.text_content()) for o in opts]
+        return f"dropdown [{bid}] has no option {option!r}; options: {names}"
+
+    def press(self, key: str) -> str | None:
+        if key == "Enter" and self.focus is not None and self.focus.tag == "input":
+            form = self.focus.ancestor("form")
+            if form is not None:
+                return self._submit(form, None)
+        return None
+
+    def goto(self, path: str) -> str | None:
+        return self.open(path)
+
+    def scroll(self, direction: str) -> str | None:
+        """Scrolling changes nothing a text observation shows."""
+        return None
+
+    def back(self) -> str | None:
+        if not self.history:
+            return "there is no previous page"
+        url = self.history.pop()
+        return self.open(url, push=False)
+
+    def _submit(self, form: Node, submitter: Node | None) -> str | None:
+        assert self.doc is not None
+        fields: list[tuple[str, str]] = []
+        for node in form.iter():
+            name = node.attrs.get("name")
+            if (
+                not name
+                or "disabled" in node.attrs
+                or node.tag not in ("input", "select", "textarea")
+            ):
+                continue
+            if node.tag == "input":
+                kind = node.attrs.get("type", "").lower()
+                if kind in ("submit", "button", "reset", "image"):
+                    continue
+                if kind in ("checkbox", "radio"):
+                    if self.doc.checked.get(id(node)):
+                        fields.append((name, node.attrs.get("value", "on")))
+                    continue
+                fields.append((name, self.doc.value(node)))
+            elif node.tag == "textarea":
+                fields.append((name, self.doc.value(node)))
+            else:
+                opts = TextDocument.options(node)
+                idx = self.doc.selected.get(id(node), -1)
+                if idx >= 0:
+                    opt = opts[idx]
+                    fields.append((name, opt.attrs.get("value", norm(opt.text_content()))))
+        if submitter is not None and submitter.attrs.get("name"):
+            fields.append((submitter.attrs["name"], submitter.attrs.get("value", "")))
+        action = form.attrs.get("action") or self.doc.raw_url
+        target = urlsplit(urljoin("http://site" + self.doc.raw_url, action))
+        method = form.attrs.get("method", "get").upper()
+        if method == "POST":
+            data: dict[str, list[str]] = {}
+            for k, v in fields:
+                data.setdefault(k, []).append(v)
+            req = Request.from_url(
+                "POST", target.path + (f"?{target.query}" if target.query else ""), form=data
+            )
+            return self._request(req)
+        return self.open(target.path + "?" + urlencode(fields))

@@ -1,0 +1,410 @@
+"""The browser pool: one Chromium per process, env slots as tabs, one event loop.
+
+:class:`BrowserRuntime` owns a background thread running an asyncio loop, the async
+Playwright driver, one Chromium (Debian's binary, launched through ``executable_path``), one
+browser context and the :class:`~agentgym.simulators.browser.server.SiteServer`. Envs hold a
+:class:`Slot`: a tab on its own origin plus the site behind it. Envs on several threads step
+concurrently (their coroutines interleave on the loop); every call has a timeout.
+
+Faults are contained per slot: a crashed renderer or a closed tab gets a fresh tab that
+reopens the slot's current address (the site's state lives in Python, so nothing the server
+knows is lost); a dead browser is relaunched once for everyone, and each slot reattaches
+lazily on its next call. Tabs are recycled after ``recycle_after`` resets because renderer
+memory drifts over thousands of steps.
+
+Nothing leaves the machine: the context routes every request that is not for the site
+server's port on ``*.localhost`` to an abort, and Chromium's host resolver maps every other
+name to nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import threading
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from agentgym.simulators.browser.server import SiteServer, static_text
+from agentgym.simulators.browser.site import Site
+
+from agentgym.error import DependencyMissingError
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/lib/chromium-browser/chromium-browser")
+CHROMIUM_FLAGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-features=BackForwardCache,Translate,MediaRouter",
+    "--disable-extensions",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE *.localhost",
+)
+VIEWPORT = {"width": 1024, "height": 768}
+
+
+def find_chromium(explicit: str | None = None) -> str:
+    """The Chromium binary to launch, or a DependencyMissingError saying how to get one."""
+    for path in (explicit, os.environ.get("AGENTGYM_CHROMIUM"), *CHROMIUM_CANDIDATES):
+        if path and os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    which = shutil.which("chromium")
+    if which and os.path.realpath(which).endswith("/chromium") and not which.startswith("/usr/bin"):
+        return which
+    raise DependencyMissingError(
+        "Chromium (the real browser binary, e.g. /usr/lib/chromium/chromium)",
+        "apt-get install -y chromium   (or set AGENTGYM_CHROMIUM=/path/to/chrome)",
+    )
+
+
+def _import_playwright() -> Any:
+    try:
+        from playwright.async_api import async_playwright
+    except ImportError as exc:
+        raise DependencyMissingError(
+            "The Python package playwright", "pip install 'agentgym[web]'"
+        ) from exc
+    return async_playwright
+
+
+@dataclass
+class Slot:
+    """One env's place in the pool: an id (and origin), its site, and its tab."""
+
+    id: int
+    origin: str
+    site: Site
+    page: Any = None
+    generation: int = -1
+    crashed: bool = False
+    loads: int = 0
+    url: str = "/"
+    resets: int = 0
+    lock: asyncio.Lock | None = None
+    events: list[str] = field(default_factory=list)
+
+
+class BrowserRuntime:
+    """One Chromium, one site server and many slots, driven from any thread."""
+
+    def __init__(
+        self,
+        *,
+        executable_path: str | None = None,
+        headless: bool = True,
+        launch_timeout: float = 60.0,
+        recycle_after: int = 200,
+    ):
+        self.executable_path = find_chromium(executable_path)
+        self._async_playwright = _import_playwright()
+        self.headless = headless
+        self.launch_timeout = launch_timeout
+        self.recycle_after = recycle_after
+        self.token = uuid.uuid4().hex[:12]
+        self.server = SiteServer()
+        self.generation = 0
+        self.restarts = 0
+        self._slots: dict[int, Slot] = {}
+        self._next_slot = 0
+        self._pw: Any = None
+        self._browser: Any = None
+        self._context: Any = None
+        self._alive = False
+        self._closed = False
+        self._launch_lock: asyncio.Lock | None = None
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="agentgym-browser", daemon=True
+        )
+        self._thread.start()
+        try:
+            self.call(self._start(), timeout=launch_timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def call(self, coro: Awaitable[T], timeout: float) -> T:
+        """Run a coroutine on the pool's loop and wait for it, at most ``timeout`` seconds."""
+        if self._closed:
+            raise RuntimeError("the browser runtime is closed")
+
+        async def bounded() -> T:
+            return await asyncio.wait_for(coro, timeout)
+
+        fut = asyncio.run_coroutine_threadsafe(bounded(), self._loop)
+        try:
+            return fut.result(timeout + 5.0)
+        except concurrent.futures.TimeoutError as exc:
+            fut.cancel()
+            raise TimeoutError(f"browser call did not finish in {timeout:.1f} s") from exc
+
+    def gather(self, coros: list[Awaitable[Any]], timeout: float) -> list[Any]:
+        """Run several coroutines concurrently; exceptions are returned, not raised."""
+
+        async def run_all() -> list[Any]:
+            return await asyncio.gather(*coros, return_exceptions=True)
+
+        return self.call(run_all(), timeout)
+
+    async def _start(self) -> None:
+        self._launch_lock = asyncio.Lock()
+        await self.server.start()
+        self._pw = await self._async_playwright().start()
+        await self._launch()
+
+    async def _launch(self) -> None:
+        args = [*CHROMIUM_FLAGS, f"--agentgym-runtime={self.token}"]
+        self._browser = await self._pw.chromium.launch(
+            executable_path=self.executable_path,
+            headless=self.headless,
+            args=args,
+            timeout=self.launch_timeout * 1000,
+        )
+        self._context = await self._browser.new_context(
+            viewport=VIEWPORT,
+            device_scale_factor=1,
+            service_workers="block",
+            accept_downloads=False,
+            locale="en-US",
+            timezone_id="UTC",
+        )
+        self._context.set_default_timeout(10_000)
+        await self._context.add_init_script(script=static_text("agent.js"))
+        port = self.server.port
+        # Intercept only what is NOT the site server (the pattern is matched by the driver,
+        # so allowed requests pay nothing) and abort it.
+        import re
+
+        allowed = re.compile(rf"^(?!http://(s\d+\.)?localhost:{port}/|data:|about:)")
+        await self._context.route(allowed, self._block)
+        self._browser.on("disconnected", self._on_disconnect)
+        self._alive = True
+        self.generation += 1
+
+    async def _block(self, route: Any) -> None:
+        logger.info("blocked request to %s", route.request.url[:200])
+        with contextlib.suppress(Exception):
+            await route.abort("blockedbyclient")
+
+    def _on_disconnect(self, *_: Any) -> None:
+        self._alive = False
+
+    async def _ensure_browser(self) -> None:
+        assert self._launch_lock is not None
+        async with self._launch_lock:
+            if self._alive and self._browser is not None and self._browser.is_connected():
+                return
+            logger.warning("Chromium is gone; relaunching it")
+            try:
+                if self._browser is not None:
+                    await asyncio.wait_for(self._browser.close(), 5.0)
+            except Exception:
+                pass
+            self.restarts += 1
+            await self._launch()
+
+    # -- slots -----------------------------------------------------------------------------
+
+    def open_slot(self, site: Site) -> Slot:
+        """A new slot (own origin) serving ``site``; its tab opens on first use."""
+        slot_id = self._next_slot
+        self._next_slot += 1
+        slot = Slot(slot_id, self.server.origin(slot_id), site)
+        self.server.sites[slot_id] = site
+        self._slots[slot_id] = slot
+        return slot
+
+    def close_slot(self, slot: Slot) -> None:
+        self.server.sites.pop(slot.id, None)
+        self._slots.pop(slot.id, None)
+        if slot.page is not None and not self._closed:
+            with contextlib.suppress(Exception):
+                self.call(self._close_page(slot.page), timeout=5.0)
+            slot.page = None
+
+    async def _close_page(self, page: Any) -> None:
+        with contextlib.suppress(Exception):
+            await page.close(run_before_unload=False)
+
+    async def ensure_page(self, slot: Slot) -> bool:
+        """Make sure the slot has a live tab; True when a new tab had to be opened."""
+        if slot.lock is None:
+            slot.lock = asyncio.Lock()
+        if not (self._alive and self._browser is not None and self._browser.is_connected()):
+            await self._ensure_browser()
+        page = slot.page
+        if (
+            page is not None
+            and not slot.crashed
+            and slot.generation == self.generation
+            and not page.is_closed()
+        ):
+            return False
+        if page is not None and not page.is_closed():
+            asyncio.get_running_loop().create_task(self._close_page(page))
+        slot.page = None
+        try:
+            page = await self._context.new_page()
+        except Exception:
+            await self._ensure_browser_forced()
+            page = await self._context.new_page()
+        slot.crashed = False
+        slot.generation = self.generation
+
+        def on_crash(*_: Any) -> None:
+            slot.crashed = True
+
+        def on_load(*_: Any) -> None:
+            slot.loads += 1
+
+        page.on("crash", on_crash)
+        page.on("domcontentloaded", on_load)
+        page.set_default_timeout(10_000)
+        slot.page = page
+        return True
+
+    async def _ensure_browser_forced(self) -> None:
+        self._alive = False
+        await self._ensure_browser()
+
+    async def recycle(self, slot: Slot) -> None:
+        """Replace the slot's tab with a fresh one (memory drift, hung renderer)."""
+        old = slot.page
+        slot.page = None
+        if old is not None:
+            asyncio.get_running_loop().create_task(self._close_page(old))
+        await self.ensure_page(slot)
+
+    # -- introspection for tests and benchmarks ---------------------------------------------
+
+    def browser_pids(self) -> list[int]:
+        """Process ids of this runtime's Chromium main process (found by its marker flag)."""
+        pids = []
+        marker = f"--agentgym-runtime={self.token}".encode()
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    cmd = fh.read().split(b"\0")
+            except OSError:
+                continue
+            if marker in cmd and not any(part.startswith(b"--type=") for part in cmd):
+                pids.append(int(entry))
+        return pids
+
+    def kill_browser(self) -> None:
+        """SIGKILL this runtime's Chromium (fault injection for tests)."""
+        for pid in self.browser_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def memory_rss_mb(self) -> float:
+        """Memory of this runtime's Chromium and all its descendants, in MiB.
+
+        Uses the proportional set size (shared pages split between the processes sharing
+        them) where the kernel reports it, else RSS (an upper bound).
+        """
+        parents: dict[int, int] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    parents[int(entry)] = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+        family = set(self.browser_pids())
+        grew = True
+        while grew:
+            grew = False
+            for pid, ppid in parents.items():
+                if ppid in family and pid not in family:
+                    family.add(pid)
+                    grew = True
+        total = 0
+        for pid in family:
+            try:
+                with open(f"/proc/{pid}/smaps_rollup") as fh:
+                    pss = next(ln for ln in fh if ln.startswith("Pss:"))
+                total += int(pss.split()[1]) * 1024
+                continue
+            except (OSError, ValueError, StopIteration):
+                pass
+            try:
+                with open(f"/proc/{pid}/statm") as fh:
+                    total += int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            except (OSError, ValueError):
+                continue
+        return total / 2**20
+
+    @property
+    def slots(self) -> dict[int, Slot]:
+        return dict(self._slots)
+
+    # -- shutdown --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the browser, the server and the loop thread. Idempotent."""
+        if self._closed:
+            return
+        try:
+            fut = asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop)
+            fut.result(20.0)
+        except Exception:
+            pass
+        self._closed = True
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5.0)
+
+    async def _shutdown(self) -> None:
+        for coro_fn in (
+            lambda: self._browser.close() if self._browser is not None else None,
+            lambda: self._pw.stop() if self._pw is not None else None,
+            self.server.stop,
+        ):
+            try:
+                coro = coro_fn()
+                if coro is not None:
+                    await asyncio.wait_for(coro, 10.0)
+            except Exception:
+                pass
+
+
+_RUNTIME: BrowserRuntime | None = None
+_RUNTIME_LOCK = threading.Lock()
+
+
+def get_runtime(factory: Callable[[], BrowserRuntime] | None = None) -> BrowserRuntime:
+    """The process-wide runtime, started on first use and closed at exit."""
+    global _RUNTIME
+    with _RUNTIME_LOCK:
+        if _RUNTIME is None or _RUNTIME._closed:
+            _RUNTIME = (factory or BrowserRuntime)()
+            atexit.register(_RUNTIME.close)
+        return _RUNTIME
+
+
+def shutdown_runtime() -> None:
+    """Close the process-wide runtime (a later :func:`get_runtime` starts a new one)."""
+    global _RUNTIME
+    with _RUNTIME_LOCK:
+        if _RUNTIME is not None:
+            _RUNTIME.close()
+            _RUNTIME = None
