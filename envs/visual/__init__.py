@@ -1,7 +1,7 @@
 """Visual reasoning with tools: zoom, OCR, grounding and measuring on rendered images.
 
 =================  ==========================================================================
-ids                ``agentgym/Visual{Doc,Chart,Table,Objects,Signs}-v0`` (one per task type)
+ids                ``agentgym/Visual{Doc,Chart,Table,Objects,Signs,Clock,Geometry,Maze,Lines}-v0``
 kwargs             ``difficulty`` ("easy" | "medium" | "hard"), ``grounding_noise`` (0..1),
                    ``max_calls_per_turn`` (1..8)
 action             tool calls ``<tool_call>{"name": "zoom", "arguments": {...}}</tool_call>``
@@ -61,6 +61,10 @@ VISUAL_ENVS = {
     "VisualTable": ("table", "read or add cells of a dense table"),
     "VisualObjects": ("objects", "count small coloured shapes or say where two stand"),
     "VisualSigns": ("signs", "read a rotated or faint word on a framed label"),
+    "VisualClock": ("clock", "read the time on a small analogue clock"),
+    "VisualGeometry": ("geometry", "measure a side or an angle of a triangle drawn to scale"),
+    "VisualMaze": ("maze", "count the moves of the shortest path through a fine maze"),
+    "VisualLines": ("lines", "follow a thin tangled line from a letter to a number"),
 }
 
 for _name, (_task_type, _description) in VISUAL_ENVS.items():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -91,6 +92,7 @@ class VisualEnv(AgentEnv):
         self._ocr_read: dict[int, str] = {}  # readout index -> OCR text of a call covering it
         self._ground_text: dict[str, str] = {}  # query -> last grounding output (for the oracle)
         self._used_tool = False
+        self._measured = ""  # the last measure result's value (for the oracle)
 
     # ---- task set --------------------------------------------------------------------------
 
@@ -123,6 +125,7 @@ class VisualEnv(AgentEnv):
         self._ocr_read = {}
         self._ground_text = {}
         self._used_tool = False
+        self._measured = ""
         width, height = scene.view_size
         instruction = f"{scene.question} {scene.hint}".strip()
         text = (
@@ -135,7 +138,7 @@ class VisualEnv(AgentEnv):
             text=text,
             instruction=instruction,
             system_prompt=prompt,
-            images=(scene.view,),
+            images=(scene.view.copy(),),
             info={"task_type": self.task_type, "difficulty": self.difficulty},
         )
 
@@ -215,6 +218,8 @@ class VisualEnv(AgentEnv):
         if region is None:
             if name == "ground":
                 self._ground_text[str(args.get("query", ""))] = result.text
+            if name == "measure":
+                self._measured = _measured_value(result.text)
             return
         width, height = scene.view_size
         tight = box_area(region) <= MAX_CREDIT_AREA * width * height
@@ -251,12 +256,13 @@ class VisualEnv(AgentEnv):
             dict(self._ocr_read),
             dict(self._ground_text),
             self._used_tool,
+            self._measured,
         )
 
     def _native_restore(self, native: Any) -> None:
         assert self._task_id is not None
         self._load_scene(self._task_id)
-        calls, self._zoomed, ocr_read, ground_text, self._used_tool = native
+        calls, self._zoomed, ocr_read, ground_text, self._used_tool, self._measured = native
         self._calls = set(calls)
         self._ocr_read = dict(ocr_read)
         self._ground_text = dict(ground_text)
@@ -291,12 +297,24 @@ class VisualEnv(AgentEnv):
             return render_answer(
                 read_answer(scene, [self._ocr_read[i] for i in range(len(scene.readouts))])
             )
+        if scene.oracle_points:
+            key = "measure" + json.dumps({"points": _rounded_points(scene)}, sort_keys=True)
+            if key not in self._calls:
+                return render_tool_call("measure", {"points": _rounded_points(scene)})
+            return render_answer(self._measured or scene.answer)
         if scene.task_type == "objects" and scene.answer_type == "int":
             query = scene.question.removeprefix("How many ").split(" are there")[0]
             if query not in self._ground_text:
                 return render_tool_call("ground", {"query": query})
             return render_answer(str(_count_found(self._ground_text[query])))
+        if not self._used_tool:  # look at the whole picture at full resolution first
+            width, height = scene.view_size
+            return render_tool_call("zoom", {"box": [0, 0, width, height]})
         return render_answer(scene.answer)
+
+
+def _rounded_points(scene: Scene) -> list[list[float]]:
+    return [[round(x, 2), round(y, 2)] for x, y in scene.oracle_points]
 
 
 def _view_pad(scene: Scene, box: Box, pad_view_px: float) -> Box:
@@ -306,6 +324,15 @@ def _view_pad(scene: Scene, box: Box, pad_view_px: float) -> Box:
 
 def _rounded(box: Box) -> list[float]:
     return [round(v, 1) for v in box]
+
+
+def _measured_value(text: str) -> str:
+    """The value a measure result states: units when a scale bar exists, else degrees."""
+    unit = re.search(r"= ([\d.]+) units", text)
+    if unit:
+        return f"{float(unit.group(1)):.2f}"
+    angle = re.search(r": ([\d.]+) degrees", text)
+    return f"{float(angle.group(1)):.1f}" if angle else ""
 
 
 def _count_found(text: str) -> int:

@@ -332,7 +332,8 @@ def zoom(scene: Scene, box: Sequence[Any], scale: Any = None) -> ToolResult:
     return ToolResult(text, np.asarray(out, dtype=np.uint8), region=region)
 
 
-def _prepare_for_ocr(crop: Image.Image, angle: float, enhance: bool) -> Image.Image:
+def prepare_for_ocr(crop: Image.Image, angle: float, enhance: bool) -> Image.Image:
+    """Grey, optionally contrast-stretched and rotated: what ``ocr`` hands to tesseract."""
     img = crop.convert("L")
     if enhance:
         img = ImageOps.autocontrast(img, cutoff=1)
@@ -346,7 +347,7 @@ def ocr(scene: Scene, box: Sequence[Any], angle: Any = 0.0, enhance: Any = False
     turn = _finite(angle, "angle") if angle is not None else 0.0
     crop = _source_crop(scene, region)
     try:
-        text = read_text(_prepare_for_ocr(crop, turn % 360.0, bool(enhance)))
+        text = read_text(prepare_for_ocr(crop, turn % 360.0, bool(enhance)))
     except OcrError as exc:
         raise ToolError(f"OCR is unavailable: {exc}") from None
     body = text if text else "(no text found)"
