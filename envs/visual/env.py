@@ -42,7 +42,7 @@ tool when the view is not enough: some questions can be answered at a glance."""
 class VisualEnv(AgentEnv):
     """Answer one question about a rendered image, using visual tools where needed."""
 
-    metadata: ClassVar[dict[str, Any]] = {"family": "visual", "render_modes": ["ansi"]}
+    metadata: ClassVar[dict[str, Any]] = {"family": "visual", "render_modes": ["ansi"]}  # type: ignore[misc]
     default_reward_weights: ClassVar[Mapping[str, float]] = {
         "outcome": 1.0,
         "format": 0.1,

@@ -42,7 +42,7 @@ FUNCTIONS: dict[str, Callable[..., float]] = {
     "asin": _adeg(math.asin),
     "acos": _adeg(math.acos),
     "atan": _adeg(math.atan),
-    "atan2": _adeg(math.atan2),
+    "atan2": _adeg(math.atan2),  # type: ignore[arg-type]
     "hypot": math.hypot,
     "log": math.log,
     "exp": math.exp,
@@ -66,7 +66,7 @@ def _eval(node: ast.AST) -> float:
     if isinstance(node, ast.Expression):
         return _eval(node.body)
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return node.value
+        return float(node.value) if isinstance(node.value, float) else int(node.value)  # type: ignore[arg-type]
     if isinstance(node, ast.Name) and node.id in CONSTANTS:
         return CONSTANTS[node.id]
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd | ast.USub):

@@ -1,12 +1,15 @@
 """OCR through Debian's ``tesseract-ocr`` binary, via ``pytesseract``.
 
-Real OCR, not a lookup of the scene graph: the tool reads pixels. Failures (tesseract not
+Real OCR, not a lookup of the scene graph: the tool reads pixels. Tesseract runs with
+``OMP_THREAD_LIMIT=1`` unless the variable is already set (small crops OCR faster on one
+thread, and pooled envs do not oversubscribe the cores). Failures (tesseract not
 installed, a timeout) become a :class:`OcrError` that the tool reports to the agent.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from functools import lru_cache
 
 from PIL import Image
@@ -47,6 +50,8 @@ def read_text(image: Image.Image) -> str:
     import pytesseract
 
     tesseract_version()
+    # crops are small: one OpenMP thread is faster than several fighting over the cores
+    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
     img = image.convert("L")
     if img.height < MIN_HEIGHT:
         factor = MIN_HEIGHT / max(1, img.height)

@@ -12,6 +12,7 @@ agent reads, the functions below are what runs.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -25,6 +26,8 @@ from agentgym.simulators.visual.scene import Box, Scene
 from PIL import Image, ImageDraw, ImageEnhance, ImageFilter, ImageOps
 
 from agentgym.parsing import Tool
+
+logger = logging.getLogger(__name__)
 
 #: No tool returns an image with a side longer than this.
 MAX_OUTPUT_SIDE = 1024
@@ -379,8 +382,9 @@ def ground(scene: Scene, query: Any, noise: float = 0.0, seed: int = 0) -> ToolR
                 continue
             w, h = obj.box[2] - obj.box[0], obj.box[3] - obj.box[1]
             jx, jy = rng.normal(0, noise * w, 2), rng.normal(0, noise * h, 2)
-            box = (obj.box[0] + jx[0], obj.box[1] + jy[0], obj.box[2] + jx[1], obj.box[3] + jy[1])
-            kept.append((obj.label, box))
+            xs = sorted((obj.box[0] + jx[0], obj.box[2] + jx[1]))
+            ys = sorted((obj.box[1] + jy[0], obj.box[3] + jy[1]))
+            kept.append((obj.label, (xs[0], ys[0], xs[1], ys[1])))
         found = kept
     else:
         found = [(o.label, o.box) for o in matches]
@@ -533,9 +537,9 @@ def draw(
     for i, p in enumerate(marks or ()):
         if not isinstance(p, list | tuple) or len(p) != 2:
             raise ToolError(f"marks[{i}] must be [x, y].")
-        x, y = _finite(p[0], f"marks[{i}][0]") * k, _finite(p[1], f"marks[{i}][1]") * k
-        pen.line([(x - 6, y - 6), (x + 6, y + 6)], fill=(255, 0, 0), width=2)
-        pen.line([(x - 6, y + 6), (x + 6, y - 6)], fill=(255, 0, 0), width=2)
+        mx, my = _finite(p[0], f"marks[{i}][0]") * k, _finite(p[1], f"marks[{i}][1]") * k
+        pen.line([(mx - 6, my - 6), (mx + 6, my + 6)], fill=(255, 0, 0), width=2)
+        pen.line([(mx - 6, my + 6), (mx + 6, my - 6)], fill=(255, 0, 0), width=2)
     for i, seg in enumerate(lines or ()):
         if not isinstance(seg, list | tuple) or len(seg) != 4:
             raise ToolError(f"lines[{i}] must be [x0, y0, x1, y1].")
@@ -590,3 +594,6 @@ def run_tool(
         return ToolResult("", error=f"{name}: {exc}")
     except TypeError as exc:  # an argument the schema allowed but the function does not take
         return ToolResult("", error=f"{name}: bad arguments ({exc}).")
+    except Exception as exc:  # a bug must not crash a rollout: report it and log it
+        logger.exception("visual tool %s failed on %r", name, dict(arguments))
+        return ToolResult("", error=f"{name}: internal tool error ({type(exc).__name__}: {exc}).")

@@ -5,14 +5,14 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-
-import agentgym  # noqa: F401  (registers the ids)
 from agentgym.envs.visual import VISUAL_ENVS
 from agentgym.envs.visual.env import VisualEnv
 from agentgym.envs.visual.grading import is_correct
+from agentgym.simulators.visual.tasks import generate
+
+import agentgym  # noqa: F401  (registers the ids)
 from agentgym.error import InvalidConfigError
 from agentgym.parsing import render_answer, render_tool_call
-from agentgym.simulators.visual.tasks import generate
 from agentgym.testing import check_env
 
 
@@ -40,7 +40,13 @@ def test_reset_shows_a_modest_view_and_the_question():
     (view,) = obs["images"]
     assert view.shape == (480, 640, 3) and view.dtype == np.uint8
     assert env.scene.question in obs["text"] and info["instruction"].startswith(env.scene.question)
-    assert {t["function"]["name"] for t in info["tools"]} >= {"zoom", "ocr", "ground", "measure", "calculate"}
+    assert {t["function"]["name"] for t in info["tools"]} >= {
+        "zoom",
+        "ocr",
+        "ground",
+        "measure",
+        "calculate",
+    }
     assert env.scene.answer not in obs["text"]
 
 
@@ -160,7 +166,9 @@ def test_turn_budget_truncates():
     env = _env("objects", max_turns=2)
     env.reset(seed=0)
     env.step(render_tool_call("calculate", {"expression": "1+1"}))
-    _, _, terminated, truncated, info = env.step(render_tool_call("calculate", {"expression": "2+2"}))
+    _, _, terminated, truncated, info = env.step(
+        render_tool_call("calculate", {"expression": "2+2"})
+    )
     assert truncated and not terminated and info["success"] is False
 
 
@@ -202,4 +210,6 @@ def test_snapshot_restore_brings_back_credit_and_call_history():
     assert info["reward_components"]["zoom"] == 1.0
     env.restore(snap)
     _, _, _, _, again = env.step(zoom)
-    assert again["reward_components"]["zoom"] == 1.0 and again["reward_components"]["redundant"] == 0.0
+    assert (
+        again["reward_components"]["zoom"] == 1.0 and again["reward_components"]["redundant"] == 0.0
+    )

@@ -6,10 +6,11 @@ import math
 
 import numpy as np
 import pytest
-
 from agentgym.simulators.visual.calc import CalcError, calculate
 from agentgym.simulators.visual.tasks import generate
 from agentgym.simulators.visual.tools import MAX_OUTPUT_SIDE, TOOLS, run_tool
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 @pytest.fixture(scope="module")
@@ -115,13 +116,21 @@ def test_color_stats_names_the_colour_of_a_shape(scene):
 
 @pytest.mark.parametrize(
     "expression, value",
-    [("(17 + 25) * 2", 84), ("sqrt(3**2 + 4**2)", 5.0), ("round(cos(60), 6)", 0.5), ("-2**2", -4), ("7 // 2 + 7 % 2", 4)],
+    [
+        ("(17 + 25) * 2", 84),
+        ("sqrt(3**2 + 4**2)", 5.0),
+        ("round(cos(60), 6)", 0.5),
+        ("-2**2", -4),
+        ("7 // 2 + 7 % 2", 4),
+    ],
 )
 def test_calculator_evaluates_arithmetic(expression, value):
     assert math.isclose(calculate(expression), value)
 
 
-@pytest.mark.parametrize("expression", ["x + 1", "().__class__", "[1, 2]", "lambda: 1", "", "1" * 400, "10**400.0"])
+@pytest.mark.parametrize(
+    "expression", ["x + 1", "().__class__", "[1, 2]", "lambda: 1", "", "1" * 400, "10**400.0"]
+)
 def test_calculator_rejects_everything_else(expression):
     with pytest.raises(CalcError):
         calculate(expression)
@@ -132,3 +141,32 @@ def test_tool_schemas_are_openai_function_schemas():
         spec = tool.to_openai()
         assert spec["type"] == "function" and spec["function"]["parameters"]["type"] == "object"
         assert spec["function"]["description"]
+
+
+_NUMBERS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(min_value=-50, max_value=700),
+    st.integers(min_value=-(10**12), max_value=10**12),
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    name=st.sampled_from(["zoom", "rotate", "enhance", "color_stats", "ground"]),
+    box=st.lists(_NUMBERS, min_size=0, max_size=6),
+    extra=_NUMBERS,
+)
+def test_fuzzed_arguments_never_raise_and_outputs_stay_bounded(scene, name, box, extra):
+    args = {
+        "zoom": {"box": box, "scale": extra},
+        "rotate": {"box": box, "angle": extra},
+        "enhance": {"box": box, "contrast": extra},
+        "color_stats": {"box": box},
+        "ground": {"query": f"red {extra}"},
+    }[name]
+    result = run_tool(scene, name, args, noise=0.9, seed=5)
+    assert result.ok or result.error
+    if result.image is not None:
+        assert max(result.image.shape[:2]) <= MAX_OUTPUT_SIDE

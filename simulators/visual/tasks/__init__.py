@@ -8,6 +8,7 @@ the same image, question and answer.
 from __future__ import annotations
 
 import importlib
+import zlib
 from collections.abc import Callable
 
 import numpy as np
@@ -37,8 +38,13 @@ def get_generator(task_type: str) -> Generator:
 
 
 def generate(task_type: str, seed: int, difficulty: str = "medium") -> Scene:
-    """Render the task of ``task_type`` for ``seed`` (deterministic)."""
-    return get_generator(task_type)(np.random.default_rng(seed), difficulty, seed)
+    """Render the task of ``task_type`` for ``seed`` (deterministic).
+
+    The generator's stream mixes in the task type and difficulty, so the same seed does not
+    give correlated draws (e.g. "legible or not") across task types.
+    """
+    salt = zlib.crc32(f"{task_type}/{difficulty}".encode())
+    return get_generator(task_type)(np.random.default_rng([seed, salt]), difficulty, seed)
 
 
 __all__ = ["DIFFICULTIES", "TASK_TYPES", "generate", "get_generator"]

@@ -78,5 +78,6 @@ def legible_text(scale: int) -> int:
 
 def code(rng: np.random.Generator, n: int = 3) -> str:
     """A code like ``XK4-92Q`` from the unambiguous alphabet."""
-    pick = lambda k: "".join(CODE_ALPHABET[int(i)] for i in rng.integers(0, len(CODE_ALPHABET), k))  # noqa: E731
-    return f"{pick(n)}-{pick(n)}"
+    picks = rng.integers(0, len(CODE_ALPHABET), size=2 * n)
+    letters = "".join(CODE_ALPHABET[int(i)] for i in picks)
+    return f"{letters[:n]}-{letters[n:]}"

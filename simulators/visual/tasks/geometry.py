@@ -62,14 +62,14 @@ def generate(rng: np.random.Generator, difficulty: str, seed: int = 0) -> Scene:
     elif rng.random() < 0.5:
         i = int(rng.integers(3))
         question = f"How long is side {side_names[i]} in cm, by the 2 cm scale bar?"
-        answer, answer_type, tolerance = f"{sides[i] / cm:.2f}", "number", 0.15
-        hint = "Answer in cm with one or two decimals, e.g. <answer>4.3</answer>."
+        answer, answer_type, tolerance = f"{sides[i] / cm:.2f}", "number", 0.1
+        hint = "Answer in cm to within 0.1 cm, e.g. <answer>4.35</answer>."
         points = [to_view(pts[i]), to_view(pts[(i + 1) % 3])]
     else:
         i = int(rng.integers(3))
         question = f"What is the angle at vertex {names[i]} of triangle ABC, in degrees?"
-        answer, answer_type, tolerance = f"{angles[i]:.1f}", "number", 2.0
-        hint = "Answer in degrees, e.g. <answer>47</answer>."
+        answer, answer_type, tolerance = f"{angles[i]:.1f}", "number", 1.5
+        hint = "Answer in degrees to within 1.5 degrees, e.g. <answer>47</answer>."
         points = [to_view(pts[i - 1]), to_view(pts[i]), to_view(pts[(i + 1) % 3])]
     return Scene(
         task_type="geometry",
