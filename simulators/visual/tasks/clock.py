@@ -28,7 +28,7 @@ def generate(rng: np.random.Generator, difficulty: str, seed: int = 0) -> Scene:
         fill = tuple(int(v) for v in rng.integers(90, 200, size=3))
         pen.rectangle((x, y, x + w, y + h), fill=fill, outline=(60, 50, 40), width=3 * s)
         objects.append(SceneObject("picture", "picture frame", (x, y, x + w, y + h)))
-    radius = (70 if legible else {"easy": 26, "medium": 20, "hard": 16}[difficulty]) * s
+    radius = (70 if legible else {"easy": 20, "medium": 14, "hard": 11}[difficulty]) * s
     cx = float(rng.uniform(radius + 10 * s, image.width - radius - 10 * s))
     cy = float(rng.uniform(radius + 10 * s, image.height - radius - 10 * s))
     step = 5 if difficulty != "hard" and not legible else (15 if legible else 1)

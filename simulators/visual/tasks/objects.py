@@ -47,7 +47,7 @@ def generate(rng: np.random.Generator, difficulty: str, seed: int = 0) -> Scene:
         cell, radius, n = 80 * s, 22 * s, int(rng.integers(6, 14))
     else:
         cell = {"easy": 16, "medium": 12, "hard": 10}[difficulty] * s
-        radius = int(2.2 * s + 2)
+        radius = int(1.6 * s + 1)
         n = {"easy": 60, "medium": 110, "hard": 160}[difficulty]
     cols, rows = image.width // cell, image.height // cell
     cells = rng.choice(cols * rows, size=min(n, cols * rows), replace=False)
