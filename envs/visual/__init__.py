@@ -41,7 +41,8 @@ Rewards (component: default weight)
     * ``ocr`` (0.1): +1 for each text region the answer is read from, the first time an OCR
       call covers it (same size limit).
     * ``redundant`` (0.05): -1 for each call identical to an earlier one in the episode.
-    * ``tool`` (0.2): 1 when the answer is right, the task needed tools and a tool was used.
+    * ``tool`` (0.2): 1 when the answer is right, the task needed tools and an image tool
+      (anything but ``calculate``) was used successfully.
 
 Tasks
     Seeded: task ``visual-<type>-<difficulty>-<seed>``; train seeds 0..99,999, test seeds

@@ -177,7 +177,8 @@ class VisualEnv(AgentEnv):
             if not result.ok:
                 problems.append(str(result.error))
                 continue
-            self._used_tool = True
+            if call.name != "calculate":  # arithmetic alone does not look at the image
+                self._used_tool = True
             lines.append(prefix + result.text)
             if result.image is not None:
                 images.append(result.image)

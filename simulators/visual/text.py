@@ -51,6 +51,7 @@ class GlyphFont:
         self.ascent = ascent
         self.line_height = ascent + descent
         self._glyphs: dict[str, _Glyph] = {}
+        self._words: dict[str, _Glyph] = {}
         for ch in _CHARSET:
             self._glyph(ch)
 
@@ -77,6 +78,28 @@ class GlyphFont:
             self._glyphs[ch] = glyph
         return glyph
 
+    def _word(self, word: str) -> _Glyph:
+        """A space-free run of glyphs composed once and cached (words repeat on a page)."""
+        cached = self._words.get(word)
+        if cached is not None:
+            return cached
+        glyphs = [self._glyph(ch) for ch in word]
+        starts, pen = [], 0
+        for g in glyphs:
+            starts.append(pen + g.offset)
+            pen += g.advance
+        left = min(0, *starts)
+        right = max(st + g.mask.shape[1] for st, g in zip(starts, glyphs))
+        mask = np.zeros((self.line_height, max(1, right - left)), dtype=np.uint8)
+        for st, g in zip(starts, glyphs):
+            region = mask[:, st - left : st - left + g.mask.shape[1]]
+            np.maximum(region, g.mask, out=region)
+        word_glyph = _Glyph(mask, pen, left)
+        if len(self._words) >= 4096:
+            self._words.clear()
+        self._words[word] = word_glyph
+        return word_glyph
+
     def size_of(self, text: str) -> tuple[int, int]:
         """Width and height in pixels of ``text`` on one line."""
         glyph = self._glyph
@@ -99,17 +122,27 @@ class GlyphFont:
         rows = slice(top, min(height, y + h))
         g_rows = slice(skip, skip + (rows.stop - rows.start))
         ink = [width, height, -1, -1]
-        for ch in text:
-            g = self._glyph(ch)
+        space = self._glyph(" ").advance
+        pieces: list[_Glyph | None] = []
+        for i, word in enumerate(text.split(" ")):
+            if i:
+                pieces.append(None)
+            if word in self._words or (len(word) > 1 and word.isalpha()):
+                pieces.append(self._word(word))  # repeated words: one blit
+            else:
+                pieces.extend(self._glyph(ch) for ch in word)
+        for g in pieces:
+            if g is None:
+                x += space
+                continue
             x0 = x + g.offset
             if x0 < width and x0 + g.mask.shape[1] > 0:
                 a, b = max(0, x0), min(width, x0 + g.mask.shape[1])
                 src = g.mask[g_rows, a - x0 : b - x0]
                 region = target[rows, a:b]
                 np.maximum(region, src, out=region)
-                if ch != " ":
-                    ink[0] = min(ink[0], a)
-                    ink[2] = max(ink[2], b)
+                ink[0] = min(ink[0], a)
+                ink[2] = max(ink[2], b)
             x += g.advance
         if ink[2] < 0:
             return (x, y, x + 1, y + 1)
@@ -173,6 +206,24 @@ class TextLayer:
         if x1 > x0 and y1 > y0:
             self._boxes.append((x0, y0, x1, y1))
         return box
+
+    def ink_within(self, box: tuple[float, float, float, float]) -> tuple[int, int, int, int]:
+        """The tight box of the ink drawn so far inside ``box`` (e.g. one word of a line)."""
+        if self._alpha is None:
+            raise ValueError("nothing has been drawn on this layer yet")
+        x0, y0 = max(0, int(box[0])), max(0, int(box[1]))
+        x1, y1 = min(self.width, int(np.ceil(box[2]))), min(self.height, int(np.ceil(box[3])))
+        band = self._alpha[y0:y1, x0:x1]
+        rows = np.flatnonzero(band.max(axis=1)) if band.size else np.array([], dtype=int)
+        cols = np.flatnonzero(band.max(axis=0)) if band.size else np.array([], dtype=int)
+        if rows.size == 0:
+            raise ValueError(f"no ink inside {box}")
+        return (
+            x0 + int(cols[0]),
+            y0 + int(rows[0]),
+            x0 + int(cols[-1]) + 1,
+            y0 + int(rows[-1]) + 1,
+        )
 
     def paste_onto(self, image: Image.Image, fill: Color) -> None:
         """Paste everything drawn so far onto ``image`` in colour ``fill``."""

@@ -296,8 +296,9 @@ def _fit(image: Image.Image, long_side: int) -> Image.Image:
     if abs(factor - 1.0) < 1e-9:
         return image
     size = (max(1, round(image.width * factor)), max(1, round(image.height * factor)))
-    method = Image.Resampling.LANCZOS if factor < 1 else Image.Resampling.BICUBIC
-    return image.resize(size, method)
+    if factor < 1:  # shrink: box-reduce first, then Lanczos (much faster on big crops)
+        return image.resize(size, Image.Resampling.LANCZOS, reducing_gap=2.0)
+    return image.resize(size, Image.Resampling.BICUBIC)
 
 
 def _default_side(crop: Image.Image) -> int:

@@ -37,10 +37,9 @@ def generate(rng: np.random.Generator, difficulty: str, seed: int = 0) -> Scene:
         qty = int(rng.integers(1, 99))
         ref = code(rng)
         head = f"Order {orders[i]}  qty {qty:>2}  ref "
-        ink.add((x, y), head, size)
         w, _ = text_size(head, size)
-        box = ink.add((x + w, y), ref, size)
-        line_box = (x, y, x + w + text_size(ref, size)[0], y + line_h * 0.8)
+        line_box = ink.add((x, y), head + ref, size)
+        box = ink.ink_within((x + w, y, line_box[2], y + line_h))
         objects.append(SceneObject("line", f"record line order {orders[i]}", line_box))
         objects.append(SceneObject("text", f"ref code order {orders[i]}", box))
         codes.append(ref)
