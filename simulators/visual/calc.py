@@ -97,10 +97,9 @@ def calculate(expression: str) -> float:
     84
     >>> calculate("sqrt(3**2 + 4**2)")
     5.0
-    >>> calculate("__import__('os')")
+    >>> calculate("__import__('os')")  # doctest: +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):
-    ...
-    agentgym.simulators.visual.calc.CalcError: unknown function '__import__'; allowed: sqrt, abs, round, min, max, sin, cos, tan, asin, acos, atan, atan2, hypot, log, exp, floor, ceil.
+    CalcError: unknown function '__import__'; allowed: sqrt, abs, ...
     """
     if not isinstance(expression, str) or not expression.strip():
         raise CalcError("give an arithmetic expression, e.g. '(12 + 30) / 2'.")

@@ -213,3 +213,15 @@ def test_snapshot_restore_brings_back_credit_and_call_history():
     assert (
         again["reward_components"]["zoom"] == 1.0 and again["reward_components"]["redundant"] == 0.0
     )
+
+
+def test_chat_history_puts_the_view_and_tool_images_in_content_parts():
+    from agentgym.wrappers.chat import ChatHistory
+
+    env = ChatHistory(gym.make("agentgym/VisualObjects-v0"), image_format="array")
+    _, info = env.reset(seed=0)
+    parts = info["messages"][-1]["content"]
+    assert parts[0]["type"] == "image" and parts[0]["image"].shape == (480, 640, 3)
+    _, _, _, _, info = env.step(render_tool_call("zoom", {"box": [0, 0, 100, 80]}))
+    parts = info["messages"][-1]["content"]
+    assert parts[0]["type"] == "image" and parts[-1]["type"] == "text"
