@@ -1,7 +1,7 @@
 """Visual reasoning with tools: zoom, OCR, grounding and measuring on rendered images.
 
 =================  ==========================================================================
-ids                ``agentgym/Visual{Doc,Chart,Table,Objects,Signs,Clock,Geometry,Maze,Lines}-v0``
+ids                ``agentgym/Visual{Doc,Chart,Table,Objects,Signs,Clock,Gauge,Geometry,Maze,Lines}-v0``
 kwargs             ``difficulty`` ("easy" | "medium" | "hard"), ``grounding_noise`` (0..1),
                    ``max_calls_per_turn`` (1..8)
 action             tool calls ``<tool_call>{"name": "zoom", "arguments": {...}}</tool_call>``
@@ -63,6 +63,7 @@ VISUAL_ENVS = {
     "VisualObjects": ("objects", "count small coloured shapes or say where two stand"),
     "VisualSigns": ("signs", "read a rotated or faint word on a framed label"),
     "VisualClock": ("clock", "read the time on a small analogue clock"),
+    "VisualGauge": ("gauge", "read one dial's needle on an instrument panel against fine ticks"),
     "VisualGeometry": ("geometry", "measure a side or an angle of a triangle drawn to scale"),
     "VisualMaze": ("maze", "count the moves of the shortest path through a fine maze"),
     "VisualLines": ("lines", "follow a thin tangled line from a letter to a number"),

@@ -11,7 +11,7 @@ allows, not search.
   when the generator drew the detail at a legible size, and otherwise falls back to the best
   cheap guess a reader of the view could make: the shortest grid distance for a maze, the
   straight-across end for a line, the average count for counting, "yes" for a relation,
-  12:00 for a clock, and for geometry an estimate by eye (a length to the nearest half
+  12:00 for a clock, the nearest major tick for a gauge, and for geometry an estimate by eye (a length to the nearest half
   centimetre, an angle to the nearest 10 degrees; without a ruler no finer reading is honest).
 """
 
@@ -75,6 +75,9 @@ def no_tool_answer(scene: Scene) -> str:
         return "yes"
     if scene.task_type == "clock":
         return "12:00"
+    if scene.task_type == "gauge":  # by eye: the nearest labelled major tick
+        top = float(next(o.attrs["top"] for o in scene.objects if o.box == scene.target))
+        return f"{round(float(scene.answer) / (top / 10)) * top / 10:g}"
     return ""
 
 

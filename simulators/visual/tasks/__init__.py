@@ -23,6 +23,7 @@ TASK_TYPES: dict[str, tuple[str, str]] = {
     "objects": ("objects", "small coloured shapes: count one kind, or say where two stand"),
     "signs": ("signs", "rotated or faint text: read the word on one framed label"),
     "clock": ("clock", "analogue clock: read the time on a small clock"),
+    "gauge": ("gauge", "instrument panel: read one dial's needle against its fine ticks"),
     "geometry": ("geometry", "geometry to scale: measure a side or an angle of a triangle"),
     "maze": ("maze", "maze: length of the shortest path between two marked cells"),
     "lines": ("lines", "line tracing: follow a thin tangled line from a letter to a number"),
