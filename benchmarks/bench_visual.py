@@ -113,10 +113,14 @@ def run(quick: bool = False) -> str:
         totals["n"] += len(ids)
         totals["n_tool"] += need
     n_all, n_tool = totals["n"], max(1, totals["n_tool"])
+
+    def share(k: int, n: int) -> str:
+        return f"**{k / n:.1%}** ({k}/{n})"
+
     rows.append(
         f"| **all** | | | | | {1 - totals['n_tool'] / n_all:.0%} | "
-        f"**{totals['oracle'] / n_all:.0%}** | **{totals['baseline'] / n_all:.0%}** | "
-        f"**{totals['oracle_tool'] / n_tool:.0%}** | **{totals['baseline_tool'] / n_tool:.0%}** |"
+        f"{share(totals['oracle'], n_all)} | {share(totals['baseline'], n_all)} | "
+        f"{share(totals['oracle_tool'], n_tool)} | {share(totals['baseline_tool'], n_tool)} |"
     )
     ocr_ms = sorted(1000 * t for t in ocr_times)
     ocr_line = (
