@@ -63,6 +63,7 @@ def _episode(
 
 
 def run(quick: bool = False) -> str:
+    """Measure every task type (8 tasks each when ``quick``, else 40); a markdown section."""
     n = 8 if quick else 40
     load = os.getloadavg()[0]
     rows = []
