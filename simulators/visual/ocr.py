@@ -1,0 +1,70 @@
+"""OCR through Debian's ``tesseract-ocr`` binary, via ``pytesseract``.
+
+Real OCR, not a lookup of the scene graph: the tool reads pixels. Tesseract runs with
+``OMP_THREAD_LIMIT=1`` unless the variable is already set (small crops OCR faster on one
+thread, and pooled envs do not oversubscribe the cores). Failures (tesseract not
+installed, a timeout) become a :class:`OcrError` that the tool reports to the agent.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from functools import lru_cache
+
+from PIL import Image
+
+logger = logging.getLogger(__name__)
+
+#: Page segmentation "a single uniform block of text" suits lines, cells and labels.
+TESSERACT_CONFIG = "--psm 6"
+TIMEOUT_S = 10.0
+#: Tesseract reads best around 20-40 px text; crops are upscaled to at least this height.
+MIN_HEIGHT = 48
+#: Crops are shrunk to at most this many pixels before OCR (bounds time and memory).
+MAX_PIXELS = 4_000_000
+
+
+class OcrError(RuntimeError):
+    """OCR could not run; the message says why and how to fix it."""
+
+
+@lru_cache(maxsize=1)
+def tesseract_version() -> str:
+    """The installed tesseract version, or raise :class:`OcrError` when it is missing."""
+    try:
+        import pytesseract
+    except ImportError as exc:
+        raise OcrError("pytesseract is not installed: pip install 'agentgym[visual]'.") from exc
+    try:
+        return str(pytesseract.get_tesseract_version())
+    except Exception as exc:
+        raise OcrError(
+            "the tesseract binary was not found: apt-get install tesseract-ocr "
+            f"(or set pytesseract.pytesseract.tesseract_cmd). ({exc})"
+        ) from exc
+
+
+def read_text(image: Image.Image) -> str:
+    """The text tesseract reads in ``image``, whitespace-normalised per line."""
+    import pytesseract
+
+    tesseract_version()
+    # crops are small: one OpenMP thread is faster than several fighting over the cores
+    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+    img = image.convert("L")
+    if img.height < MIN_HEIGHT:
+        factor = MIN_HEIGHT / max(1, img.height)
+        img = img.resize((max(1, round(img.width * factor)), MIN_HEIGHT), Image.Resampling.LANCZOS)
+    if img.width * img.height > MAX_PIXELS:
+        factor = (MAX_PIXELS / (img.width * img.height)) ** 0.5
+        img = img.resize((max(1, int(img.width * factor)), max(1, int(img.height * factor))))
+    # a white margin helps tesseract find text that touches the crop's edge
+    framed = Image.new("L", (img.width + 20, img.height + 20), 255)
+    framed.paste(img, (10, 10))
+    try:
+        raw = pytesseract.image_to_string(framed, config=TESSERACT_CONFIG, timeout=TIMEOUT_S)
+    except RuntimeError as exc:  # pytesseract raises RuntimeError on timeout
+        raise OcrError(f"OCR timed out after {TIMEOUT_S:.0f} s; try a smaller region.") from exc
+    lines = [" ".join(line.split()) for line in raw.splitlines()]
+    return "\n".join(line for line in lines if line)
