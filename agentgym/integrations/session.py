@@ -38,6 +38,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -83,10 +84,9 @@ def _call_text(call: Any) -> str:
         return f"<tool_call>{json.dumps(fn, default=str)}</tool_call>"
     args = fn.get("arguments", {})
     if isinstance(args, str):
-        try:
+        # an undecodable string stays a string: the parser reports it with its own message
+        with contextlib.suppress(ValueError):
             args = json.loads(args) if args.strip() else {}
-        except ValueError:
-            pass  # left as a string: the parser reports it with its own message
     payload = {"name": fn.get("name"), "arguments": args}
     return f"<tool_call>{json.dumps(payload, ensure_ascii=False, default=str)}</tool_call>"
 
