@@ -163,7 +163,7 @@ def test_token_is_required_when_set():
         assert ok.status_code == 200
 
         async def ws_refused():
-            with pytest.raises(Exception):
+            with pytest.raises(websockets.exceptions.InvalidStatus):
                 async with websockets.connect(srv.url.replace("http", "ws") + "/ws") as ws:
                     await ws.send(json.dumps({"type": "reset"}))
                     await ws.recv()
