@@ -60,7 +60,9 @@ class AgentGymGemEnv(_gem_env_base()):  # type: ignore[misc]
         child = AgentGymGemEnv(self.env_id)
         if same_state and self.session.info:
             child.session.reset(None, {"task_id": self.session.info.get("task_id")})
-            child.session.env.unwrapped.restore(self.session.env.unwrapped.snapshot())
+            core: Any = self.session.env.unwrapped
+            child_core: Any = child.session.env.unwrapped
+            child_core.restore(core.snapshot())
         return child
 
     def close(self) -> None:
@@ -82,19 +84,22 @@ def register_all(register: Callable[..., Any] | None = None) -> list[str]:
     """
     import agentgym
 
+    known: set[str] = set()
+    add: Callable[..., Any]
     if register is None:
         try:
             from gem.envs.registration import ENV_REGISTRY
-            from gem.envs.registration import register as register
+            from gem.envs.registration import register as gem_register
         except Exception as exc:
             raise DependencyMissingError("gem (gem-llm)", "pip install gem-llm") from exc
         known = set(ENV_REGISTRY)
+        add = gem_register
     else:
-        known = set()
+        add = register
     out = []
     for record in agentgym.list_envs(multi_agent=False):
         gem_id = PREFIX + record.id
         if gem_id not in known:
-            register(gem_id, _factory(record.id))
+            add(gem_id, _factory(record.id))
         out.append(gem_id)
     return out

@@ -75,6 +75,7 @@ class AgentGymEnvironmentManager:
         self._history: list[list[tuple[str, str]]] = [[] for _ in range(self.batch_size)]
         self._last_obs: list[str] = [""] * self.batch_size
         self._done = np.zeros(self.batch_size, dtype=bool)
+        self._won = np.zeros(self.batch_size, dtype=bool)
         self._episode = 0
 
     # ---- verl-agent's interface -------------------------------------------------------------
@@ -97,6 +98,7 @@ class AgentGymEnvironmentManager:
                 {**info, "group_id": i // self.group_n, "is_action_valid": True, "won": False}
             )
         self._done[:] = False
+        self._won[:] = False
         obs_batch = {
             "text": [self._prompt(i) for i in range(self.batch_size)],
             "image": None,
@@ -127,9 +129,10 @@ class AgentGymEnvironmentManager:
                 info = dict(r.info)
                 info["is_action_valid"] = bool(info.get("action_valid", False))
                 info["won"] = bool(info.get("success", False))
+                self._won[i] = info["won"]
                 anchors.append(info.get("state_key", r.obs["text"]))
             else:
-                info = {"is_action_valid": True, "won": False, "already_done": True}
+                info = {"is_action_valid": True, "won": bool(self._won[i]), "already_done": True}
                 anchors.append("")
             info["group_id"] = i // self.group_n
             infos.append(info)
@@ -143,9 +146,9 @@ class AgentGymEnvironmentManager:
     def close(self) -> None:
         self.pool.close()
 
-    def success_evaluator(self, infos: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
-        """Per-env success (``won``) of final infos, as verl-agent's metrics expect."""
-        return {"success_rate": np.array([float(i.get("won", False)) for i in infos])}
+    def success_evaluator(self, *args: Any, **kwargs: Any) -> dict[str, np.ndarray]:
+        """Per-env success (``won``) of the current episodes, as verl-agent's metrics expect."""
+        return {"success_rate": self._won.astype(np.float64)}
 
     # ---- prompt text ------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ def test_registration_covers_every_single_agent_id():
 def test_gem_shape_determinism_and_spawn():
     a, b = AgentGymGemEnv(ENV_ID), AgentGymGemEnv(ENV_ID)
     assert a.reset(seed=8)[0] == b.reset(seed=8)[0]
-    obs, reward, terminated, truncated, info = a.step(UP)
+    obs, reward, _terminated, _truncated, info = a.step(UP)
     assert isinstance(obs, str) and isinstance(reward, float) and info["action_valid"]
     assert a.sample_random_action() in info["admissible_actions"]
     child = a.spawn(same_state=True)

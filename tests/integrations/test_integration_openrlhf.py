@@ -32,7 +32,9 @@ def test_instance_against_real_openrlhf():
         inst = Instance()
         first = await inst.reset({"observation": "ignored", "label": '{"seed": 2}'})
         assert first["observation"].endswith("<|im_start|>assistant\n")
-        out = await inst.step({"observation_text": first["observation"], "action_text": UP, "label": "2"})
+        out = await inst.step(
+            {"observation_text": first["observation"], "action_text": UP, "label": "2"}
+        )
         return out
 
     out = asyncio.run(main())

@@ -24,5 +24,5 @@ def test_real_rllib_wrapper_steps_text():
     env = rllib_env(ENV_ID)
     obs, infos = env.reset(seed=4)
     assert set(obs) == {"agent"} and "#" in obs["agent"]["text"]
-    obs, rewards, terms, truncs, infos = env.step({"agent": UP})
+    obs, _rewards, terms, _truncs, infos = env.step({"agent": UP})
     assert infos["agent"]["action_valid"] and "__all__" in terms

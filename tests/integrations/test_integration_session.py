@@ -35,7 +35,9 @@ def test_text_and_structured_calls_reach_the_env_identically():
     a.reset(seed=4)
     b.reset(seed=4)
     ta = a.step(UP)
-    tb = b.step({"role": "assistant", "content": None, "tool_calls": [_call("move", '{"direction": "up"}')]})
+    tb = b.step(
+        {"role": "assistant", "content": None, "tool_calls": [_call("move", '{"direction": "up"}')]}
+    )
     assert ta.reward == tb.reward and ta.info["state_key"] == tb.info["state_key"]
     assert ta.messages[0]["role"] == "user"
     assert tb.messages[0]["role"] == "tool" and tb.messages[0]["tool_call_id"] == "c1"
@@ -46,15 +48,31 @@ def test_malformed_structured_calls_get_the_parser_error_and_penalty():
     s = TextSession(ENV_ID)
     s.reset(seed=0)
     bad_json = s.step({"tool_calls": [_call("move", '{"direction": ')]})
-    assert bad_json.info["action_valid"] is False and bad_json.info["reward_components"]["format"] == -1
+    assert (
+        bad_json.info["action_valid"] is False
+        and bad_json.info["reward_components"]["format"] == -1
+    )
     unknown = s.step({"tool_calls": [_call("mvoe", {"direction": "up"})]})
     assert "mvoe" in unknown.info["error"]
-    two = s.step({"tool_calls": [_call("move", {"direction": "up"}, "a"), _call("move", {"direction": "up"}, "b")]})
+    two = s.step(
+        {
+            "tool_calls": [
+                _call("move", {"direction": "up"}, "a"),
+                _call("move", {"direction": "up"}, "b"),
+            ]
+        }
+    )
     assert [m["tool_call_id"] for m in two.messages] == ["a", "b"]
 
 
 def test_assistant_text_never_raises():
-    for turn in ["", {"content": [{"type": "text", "text": "hi"}]}, {"tool_calls": "x"}, {"tool_calls": [1]}, 5]:
+    for turn in [
+        "",
+        {"content": [{"type": "text", "text": "hi"}]},
+        {"tool_calls": "x"},
+        {"tool_calls": [1]},
+        5,
+    ]:
         assert isinstance(assistant_text(turn), str)
 
 

@@ -11,7 +11,7 @@ from agentgym.integrations.tokens import run_token_episode
 from agentgym.parsing import render_tool_call
 
 pytest.importorskip("transformers")
-from agentgym.integrations.offline import ScriptedLLM, char_tokenizer  # noqa: E402
+from agentgym.integrations.offline import ScriptedLLM, char_tokenizer
 
 ENV_ID = "agentgym/Sokoban-Tiny-v0"
 MOVES = [render_tool_call("move", {"direction": d}) for d in ("up", "left", "down", "right")]
@@ -34,7 +34,9 @@ def test_mask_marks_exactly_the_sampled_tokens(tok):
     assert all(lp < 0 for lp, m in zip(ep.response_logprobs, ep.response_mask) if m == 1)
     # the model saw exactly the prompt plus the response so far at every turn
     assert llm.contexts[0] == len(ep.prompt_ids)
-    assert len(ep.turn_rewards) == llm.calls and ep.reward_score == pytest.approx(sum(ep.turn_rewards))
+    assert len(ep.turn_rewards) == llm.calls and ep.reward_score == pytest.approx(
+        sum(ep.turn_rewards)
+    )
     assert ep.turn_rewards[0] < 0  # the invalid first turn was penalised
 
 

@@ -17,7 +17,10 @@ ENV_ID = "agentgym/Sokoban-Tiny-v0"
 MOVES = [render_tool_call("move", {"direction": d}) for d in ("up", "left", "down", "right")]
 
 # verifiers 0.1.14 MultiTurnEnv (verifiers/envs/multiturn_env.py)
-PUBLISHED = {"env_response": ["self", "messages", "state", "kwargs"], "setup_state": ["self", "state"]}
+PUBLISHED = {
+    "env_response": ["self", "messages", "state", "kwargs"],
+    "setup_state": ["self", "state"],
+}
 
 
 def test_hooks_match_the_published_signature():

@@ -79,7 +79,7 @@ def test_interaction_matches_the_published_signature_and_plays():
         results = []
         for move in MOVES * 3:
             messages.append({"role": "assistant", "content": move})
-            done, reply, reward, info = await inter.generate_response(iid, messages)
+            done, reply, reward, _info = await inter.generate_response(iid, messages)
             messages.append({"role": "user", "content": reply})
             results.append(reward)
             if done:
