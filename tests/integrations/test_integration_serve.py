@@ -6,6 +6,7 @@ import asyncio
 import json
 import time
 
+import gymnasium
 import httpx
 import pytest
 
@@ -187,3 +188,30 @@ def test_cli_serve_parser_defaults_to_loopback():
 
     args = build_parser().parse_args(["serve", ENV_ID])
     assert args.host == "127.0.0.1" and args.func.__module__ == "agentgym.cli.cmd_serve"
+
+
+class _Slow(gymnasium.Wrapper):
+    def step(self, action):
+        if action == "SLOW":
+            time.sleep(2.0)
+        return self.env.step(action)
+
+
+def test_a_step_past_the_deadline_fails_that_session_only():
+    from agentgym.integrations.session import TextSession
+
+    limits = ServerLimits(step_timeout_s=0.5)
+    factory = lambda: TextSession(_Slow(gymnasium.make(ENV_ID)))  # noqa: E731
+    with (
+        ServerThread(create_app(ENV_ID, limits=limits, session_factory=factory)) as srv,
+        httpx.Client(base_url=srv.url, timeout=10) as c,
+    ):
+        c.post("/reset", json={"seed": 0, "episode_id": "slow"})
+        c.post("/reset", json={"seed": 0, "episode_id": "fine"})
+        late = c.post("/step", json={"action": {"text": "SLOW"}, "episode_id": "slow"})
+        assert late.status_code == 504 and late.json()["code"] == "EXECUTION_ERROR"
+        assert (
+            c.post("/step", json={"action": {"text": UP}, "episode_id": "slow"}).status_code == 404
+        )
+        ok = c.post("/step", json={"action": {"text": UP}, "episode_id": "fine"})
+        assert ok.status_code == 200 and ok.json()["observation"]["info"]["action_valid"]
