@@ -241,10 +241,11 @@ class RayEnvPool:
         if bad:
             raise InvalidConfigError(f"env indices {bad} out of range 0..{self.num_envs - 1}.")
 
-    def _gather(self, refs: Sequence[Any]) -> list[tuple[str, Any]]:
+    def _gather(self, refs: Sequence[Any], timeout_s: float | None = None) -> list[tuple[str, Any]]:
         """Wait for all refs until the deadline; ``("ok", value)`` or ``("error", message)``."""
         ray = self._ray
-        deadline = time.monotonic() + self.timeout_s
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout_s
         pending = list(refs)
         while pending:
             left = deadline - time.monotonic()
@@ -255,7 +256,7 @@ class RayEnvPool:
         out: list[tuple[str, Any]] = []
         for ref in refs:
             if ref in late:
-                out.append(("timeout", f"no answer within {self.timeout_s:g} s"))
+                out.append(("timeout", f"no answer within {timeout_s:g} s"))
                 continue
             try:
                 out.append(("ok", ray.get(ref)))
@@ -386,7 +387,7 @@ class RayEnvPool:
             return
         self._closed = True
         refs = [a.close.remote() for a in self.actors]
-        self._gather(refs)
+        self._gather(refs, timeout_s=min(self.timeout_s, 10.0))  # a hung env must not block
         for actor in self.actors:
             with contextlib.suppress(Exception):  # already gone
                 self._ray.kill(actor, no_restart=True)
