@@ -19,7 +19,8 @@ Async actors
     HTTP users, sandboxes) where one process can keep many episodes waiting at once.
 
 Failure
-    Every remote call has a deadline (``timeout_s``). An env that raises fails its episode
+    Every remote call has a deadline (``timeout_s`` for steps and calls,
+    ``start_timeout_s`` for actor start-up and resets). An env that raises fails its episode
     only (as in the local pool). An actor that dies (segfault, OOM kill, ``os._exit``) or
     hangs past the deadline is restarted by Ray (``max_restarts``); the step of each of its
     envs comes back truncated with ``info["env_error"]`` set and those envs must be reset,
@@ -164,7 +165,9 @@ class RayEnvPool:
         resources: Custom Ray resources per actor, e.g. ``{"browser": 1}``.
         async_actor: Use asyncio actors (slots of one actor run concurrently).
         max_concurrency: Concurrent calls per async actor (default: ``envs_per_actor``).
-        timeout_s: Deadline of every remote call, in seconds.
+        timeout_s: Deadline of every step and call, in seconds.
+        start_timeout_s: Deadline of actor start-up and of ``reset`` (which may wait for a
+            restarted actor to come up: a new process importing the env's libraries).
         max_restarts: How often Ray may restart a dead actor (-1: always).
         address: Ray address to join when Ray is not running yet (see :func:`ensure_ray`).
         ray_init: Keyword arguments for a local ``ray.init`` (e.g. ``{"num_cpus": 2}``).
@@ -182,6 +185,7 @@ class RayEnvPool:
         async_actor: bool = False,
         max_concurrency: int | None = None,
         timeout_s: float = 120.0,
+        start_timeout_s: float = 300.0,
         max_restarts: int = -1,
         address: str | None = None,
         ray_init: Mapping[str, Any] | None = None,
@@ -198,6 +202,7 @@ class RayEnvPool:
         self.num_envs = len(env_fns)
         self.envs_per_actor = envs_per_actor
         self.timeout_s = float(timeout_s)
+        self.start_timeout_s = float(max(start_timeout_s, timeout_s))
         self.backend = "ray"
         host_cls = _AsyncEnvHost if async_actor else _EnvHost
         options: dict[str, Any] = {
@@ -216,6 +221,16 @@ class RayEnvPool:
         ]
         self.actors = [remote_cls.remote(group) for group in self._groups]
         self._closed = False
+        started = self._gather([a.pid.remote() for a in self.actors], self.start_timeout_s)
+        failed = [(i, v) for i, (status, v) in enumerate(started) if status != "ok"]
+        if failed:
+            self.close()
+            i, why = failed[0]
+            raise RemoteEnvError(
+                f"{len(failed)} of {len(self.actors)} env actors did not start (actor {i}: {why}). "
+                "Check that the factories build envs on a worker (ray logs) and that the "
+                "cluster has the CPUs and resources asked for (ray status)."
+            )
 
     @classmethod
     def from_id(
@@ -302,7 +317,7 @@ class RayEnvPool:
             for i in todo:
                 actor, slot = self._where(i)
                 refs.append(actor.reset.remote(slot, *args[i]))
-            results = self._gather(refs)
+            results = self._gather(refs, self.start_timeout_s)
             self._restart_hung(todo, results)
             again = []
             for i, (status, value) in zip(todo, results):

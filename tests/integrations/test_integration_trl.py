@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import pathlib
 
 import pytest
 
@@ -48,7 +49,14 @@ def test_reset_from_row_step_and_reward():
         a.move(direction="sideways")
 
 
-def test_real_trl_accepts_the_class_if_installed():
-    trl = pytest.importorskip("trl")
-    src = inspect.getsource(trl.GRPOTrainer.__init__)
-    assert "environment_factory" in src and "get_reward" in src
+def test_installed_trl_has_the_environment_factory_contract():
+    """The installed TRL's GRPOTrainer source still probes reset/get_reward (read, not imported:
+    importing the trainer costs seconds)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("trl")
+    if spec is None:
+        pytest.skip("trl is not installed")
+    src = (pathlib.Path(spec.origin).parent / "trainer" / "grpo_trainer.py").read_text()
+    assert "environment_factory" in src
+    assert 'member_name == "reset"' in src and 'member_name == "get_reward"' in src
