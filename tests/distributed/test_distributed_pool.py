@@ -68,13 +68,22 @@ def test_ray_pool_matches_local_pool_step_for_step(pool):
     assert _trace(pool, [4, 5, 6], script) == expected
 
 
-def test_conformance_checks_pass_through_ray(pool):
-    env = RemoteEnv(pool, 1)
-    factory = lambda: gym.make(ENV_ID)  # noqa: E731
-    check_reset_determinism(env)
-    check_step_fuzz(env, seed=3, extra_actions=10)
-    check_state_key(env, seed=2, factory=factory)
-    check_snapshot_restore(env, seed=2, factory=factory)
+def _conformance_ids() -> list[str]:
+    """Sokoban-Tiny by default; AGENTGYM_RAY_CONFORMANCE=all runs every single-agent id."""
+    if os.environ.get("AGENTGYM_RAY_CONFORMANCE") == "all":
+        return [r.id for r in agentgym.list_envs(multi_agent=False)]
+    return [ENV_ID]
+
+
+@pytest.mark.parametrize("env_id", _conformance_ids())
+def test_conformance_checks_pass_through_ray(ray_session, env_id):
+    factory = lambda: gym.make(env_id)  # noqa: E731
+    with RayEnvPool.from_id(env_id, 1, num_cpus=0.25) as remote_pool:
+        env = RemoteEnv(remote_pool, 0)
+        check_reset_determinism(env)
+        check_step_fuzz(env, seed=3, extra_actions=10)
+        check_state_key(env, seed=2, factory=factory)
+        check_snapshot_restore(env, seed=2, factory=factory)
 
 
 def test_call_and_get_attr_reach_the_remote_env(pool):
