@@ -1,0 +1,79 @@
+"""``agentgym serve ID``: run an env as a server that speaks OpenEnv's wire protocol.
+
+HTTP ``/reset /step /state /schema /health /metadata`` and WebSocket sessions on ``/ws``
+(one env per connection, many connections per process). Binds to 127.0.0.1 unless told
+otherwise; give ``--token`` (or set AGENTGYM_SERVE_TOKEN) before binding anywhere else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import os
+import sys
+
+from agentgym.error import InvalidConfigError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="serve an env over OpenEnv's HTTP/WebSocket protocol",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("env_id", metavar="ID", help="a registered id, e.g. agentgym/Sokoban-Tiny-v0")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument(
+        "--token",
+        default=os.environ.get("AGENTGYM_SERVE_TOKEN"),
+        help="require 'Authorization: Bearer TOKEN' (or ?token=); default $AGENTGYM_SERVE_TOKEN",
+    )
+    p.add_argument("--max-sessions", type=int, default=64, help="concurrent sessions (envs)")
+    p.add_argument("--session-timeout", type=float, default=600.0, help="idle seconds per session")
+    p.add_argument("--step-timeout", type=float, default=60.0, help="seconds per reset/step")
+    p.add_argument("--max-body-bytes", type=int, default=1 << 20, help="largest request/message")
+    p.add_argument("--max-action-chars", type=int, default=256 * 1024, help="largest action")
+    p.add_argument("--env-kwargs", default="{}", help="JSON keyword arguments for gym.make")
+    p.set_defaults(func=run)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def run(args: argparse.Namespace) -> int:
+    from agentgym.registry import get_record
+    from agentgym.server import ServerLimits, create_app, serve
+
+    record = get_record(args.env_id)
+    try:
+        env_kwargs = json.loads(args.env_kwargs)
+    except ValueError as exc:
+        raise InvalidConfigError(f"--env-kwargs must be a JSON object: {exc}") from exc
+    if not isinstance(env_kwargs, dict):
+        raise InvalidConfigError('--env-kwargs must be a JSON object, e.g. \'{"split": "test"}\'')
+    if not _is_loopback(args.host) and not args.token:
+        print(
+            f"agentgym serve: warning: binding {args.host} without --token lets anyone who can "
+            "reach this port run episodes",
+            file=sys.stderr,
+        )
+    limits = ServerLimits(
+        max_sessions=args.max_sessions,
+        max_body_bytes=args.max_body_bytes,
+        max_action_chars=args.max_action_chars,
+        session_timeout_s=args.session_timeout,
+        step_timeout_s=args.step_timeout,
+    )
+    app = create_app(record.id, env_kwargs=env_kwargs, token=args.token, limits=limits)
+    print(f"agentgym serve: {record.id} on http://{args.host}:{args.port} (WebSocket /ws)")
+    serve(app, args.host, args.port, max_ws_bytes=args.max_body_bytes)
+    return 0

@@ -1,0 +1,477 @@
+"""Env pools on Ray: the API of :class:`agentgym.vector.EnvPool`, with envs on Ray actors.
+
+One machine stops being enough when envs are heavy (a browser each, a sandbox each) or a
+trainer needs thousands of concurrent episodes. :class:`RayEnvPool` places envs on Ray
+actors anywhere in a cluster and drives them with the same calls as the local pool:
+``reset(indices, seeds=, options=)``, ``step({index: action})`` (only the envs named),
+``call(name, *args, indices=)`` and ``close()``.
+
+Placement
+    Each actor holds ``envs_per_actor`` envs ("slots"; pool index ``i`` lives in actor
+    ``i // envs_per_actor``). An actor asks Ray for ``num_cpus`` (fractional is fine: 0.25
+    puts four actors on a core) and any custom ``resources`` (e.g. ``{"browser": 1}`` on a
+    node started with ``--resources='{"browser": 8}'`` places at most eight browser actors
+    there).
+
+Async actors
+    ``async_actor=True`` makes each actor an asyncio actor whose env calls run in threads,
+    so the slots of one actor progress concurrently: right for I/O-bound envs (browsers,
+    HTTP users, sandboxes) where one process can keep many episodes waiting at once.
+
+Failure
+    Every remote call has a deadline (``timeout_s`` for steps and calls,
+    ``start_timeout_s`` for actor start-up and resets). An env that raises fails its episode
+    only (as in the local pool). An actor that dies (segfault, OOM kill, ``os._exit``) or
+    hangs past the deadline is restarted by Ray (``max_restarts``); the step of each of its
+    envs comes back truncated with ``info["env_error"]`` set and those envs must be reset,
+    which is what a rollout loop does anyway. The run goes on.
+
+Start-up
+    :func:`ensure_ray` reuses a Ray already initialised in this process, else connects to
+    ``address`` / ``$RAY_ADDRESS``, else starts a local Ray.
+
+Example:
+    >>> pool = RayEnvPool.from_id("agentgym/Sokoban-Tiny-v0", 2, num_cpus=0.5)  # doctest: +SKIP
+    >>> pool.reset(seeds=[0, 1])                                                  # doctest: +SKIP
+    >>> pool.step({0: '<tool_call>{"name": "move", "arguments": {"direction": "up"}}</tool_call>'})  # doctest: +SKIP
+    >>> pool.close()                                                              # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+
+from agentgym.error import AgentGymError, DependencyMissingError, InvalidConfigError
+from agentgym.vector import EnvFactory, StepResult, _call, _crashed, _safe_step
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["MakeEnv", "RayEnvPool", "RemoteEnv", "RemoteEnvError", "ensure_ray"]
+
+
+class RemoteEnvError(AgentGymError, RuntimeError):
+    """A reset or call on a remote env failed (actor lost, timed out, or the env raised)."""
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:  # pragma: no cover - ray is in the test environment
+        raise DependencyMissingError("ray", "pip install 'agentgym[ray]'") from exc
+    return ray
+
+
+def ensure_ray(address: str | None = None, **init_kwargs: Any) -> Any:
+    """Make sure Ray is up; returns the ``ray`` module.
+
+    Order: a Ray already initialised in this process is reused as is; else ``address`` or
+    ``$RAY_ADDRESS`` is joined (``"auto"`` finds a cluster started with ``ray start`` on this
+    machine); else a new local Ray starts with ``init_kwargs`` (e.g. ``num_cpus=2``).
+    """
+    ray = _ray()
+    if ray.is_initialized():
+        return ray
+    address = address or os.environ.get("RAY_ADDRESS")
+    init_kwargs.setdefault("ignore_reinit_error", True)
+    init_kwargs.setdefault("logging_level", logging.WARNING)
+    if address:
+        ray.init(address=address, **init_kwargs)
+    else:
+        init_kwargs.setdefault("include_dashboard", False)
+        ray.init(address="local", **init_kwargs)
+    return ray
+
+
+class MakeEnv:
+    """A picklable factory for a registered id (imports agentgym inside the worker)."""
+
+    def __init__(self, env_id: str, **kwargs: Any):
+        self.env_id = env_id
+        self.kwargs = kwargs
+
+    def __call__(self) -> gym.Env:
+        import agentgym
+
+        return agentgym.make(self.env_id, **self.kwargs)
+
+    def __repr__(self) -> str:
+        return f"MakeEnv({self.env_id!r}, **{self.kwargs!r})"
+
+
+class _EnvHost:
+    """What runs inside an actor: a few env slots."""
+
+    def __init__(self, factories: Sequence[EnvFactory]):
+        import agentgym  # noqa: F401  (registers ids for factories that use gym.make)
+
+        self.envs = [fn() for fn in factories]
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def reset(self, slot: int, seed: int | None, options: dict | None) -> tuple:
+        return self.envs[slot].reset(seed=seed, options=options)
+
+    def step(self, slot: int, action: str) -> tuple:
+        return tuple(_safe_step(self.envs[slot], action))
+
+    def call(self, slot: int, name: str, args: tuple, kwargs: dict) -> Any:
+        return _call(self.envs[slot], name, args, kwargs)
+
+    def get_attr(self, slot: int, name: str) -> Any:
+        env = self.envs[slot]
+        return getattr(env, name) if hasattr(env, name) else getattr(env.unwrapped, name)
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+class _AsyncEnvHost(_EnvHost):
+    """The same slots in an asyncio actor: each call runs in a thread, slots overlap."""
+
+    async def reset(self, slot: int, seed: int | None, options: dict | None) -> tuple:  # type: ignore[override]
+        return await asyncio.to_thread(_EnvHost.reset, self, slot, seed, options)
+
+    async def step(self, slot: int, action: str) -> tuple:  # type: ignore[override]
+        return await asyncio.to_thread(_EnvHost.step, self, slot, action)
+
+    async def call(self, slot: int, name: str, args: tuple, kwargs: dict) -> Any:  # type: ignore[override]
+        return await asyncio.to_thread(_EnvHost.call, self, slot, name, args, kwargs)
+
+    async def get_attr(self, slot: int, name: str) -> Any:  # type: ignore[override]
+        return _EnvHost.get_attr(self, slot, name)
+
+    async def close(self) -> None:  # type: ignore[override]
+        await asyncio.to_thread(_EnvHost.close, self)
+
+
+class RayEnvPool:
+    """N envs on Ray actors, with the API of :class:`agentgym.vector.EnvPool`.
+
+    Args:
+        env_fns: One picklable factory per env (lambdas are fine; use :class:`MakeEnv` or
+            :meth:`from_id` for registered ids).
+        envs_per_actor: Env slots per actor.
+        num_cpus: CPUs Ray reserves per actor (fractional allowed).
+        resources: Custom Ray resources per actor, e.g. ``{"browser": 1}``.
+        async_actor: Use asyncio actors (slots of one actor run concurrently).
+        max_concurrency: Concurrent calls per async actor (default: ``envs_per_actor``).
+        timeout_s: Deadline of every step and call, in seconds.
+        start_timeout_s: Deadline of actor start-up and of ``reset`` (which may wait for a
+            restarted actor to come up: a new process importing the env's libraries).
+        max_restarts: How often Ray may restart a dead actor (-1: always).
+        address: Ray address to join when Ray is not running yet (see :func:`ensure_ray`).
+        ray_init: Keyword arguments for a local ``ray.init`` (e.g. ``{"num_cpus": 2}``).
+        actor_options: Extra ``.options(...)`` for the actors (``scheduling_strategy``,
+            ``runtime_env``...).
+    """
+
+    def __init__(
+        self,
+        env_fns: Sequence[EnvFactory],
+        *,
+        envs_per_actor: int = 1,
+        num_cpus: float = 1.0,
+        resources: Mapping[str, float] | None = None,
+        async_actor: bool = False,
+        max_concurrency: int | None = None,
+        timeout_s: float = 120.0,
+        start_timeout_s: float = 300.0,
+        max_restarts: int = -1,
+        address: str | None = None,
+        ray_init: Mapping[str, Any] | None = None,
+        actor_options: Mapping[str, Any] | None = None,
+    ):
+        if not env_fns:
+            raise InvalidConfigError("RayEnvPool needs at least one env factory.")
+        if envs_per_actor < 1:
+            raise InvalidConfigError(f"envs_per_actor must be >= 1, got {envs_per_actor}.")
+        if timeout_s <= 0:
+            raise InvalidConfigError(f"timeout_s must be > 0, got {timeout_s}.")
+        ray = ensure_ray(address, **dict(ray_init or {}))
+        self._ray = ray
+        self.num_envs = len(env_fns)
+        self.envs_per_actor = envs_per_actor
+        self.timeout_s = float(timeout_s)
+        self.start_timeout_s = float(max(start_timeout_s, timeout_s))
+        self.backend = "ray"
+        host_cls = _AsyncEnvHost if async_actor else _EnvHost
+        options: dict[str, Any] = {
+            "num_cpus": num_cpus,
+            "max_restarts": max_restarts,
+            "max_task_retries": 0,
+        }
+        if resources:
+            options["resources"] = dict(resources)
+        if async_actor:
+            options["max_concurrency"] = max_concurrency or max(envs_per_actor, 1)
+        options.update(actor_options or {})
+        remote_cls = ray.remote(host_cls).options(**options)
+        self._groups = [
+            list(env_fns[i : i + envs_per_actor]) for i in range(0, self.num_envs, envs_per_actor)
+        ]
+        self.actors = [remote_cls.remote(group) for group in self._groups]
+        self._closed = False
+        started = self._gather([a.pid.remote() for a in self.actors], self.start_timeout_s)
+        failed = [(i, v) for i, (status, v) in enumerate(started) if status != "ok"]
+        if failed:
+            self.close()
+            i, why = failed[0]
+            raise RemoteEnvError(
+                f"{len(failed)} of {len(self.actors)} env actors did not start (actor {i}: {why}). "
+                "Check that the factories build envs on a worker (ray logs) and that the "
+                "cluster has the CPUs and resources asked for (ray status)."
+            )
+
+    @classmethod
+    def from_id(
+        cls,
+        env_id: str,
+        num_envs: int,
+        *,
+        env_kwargs: Mapping[str, Any] | None = None,
+        **pool_kwargs: Any,
+    ) -> RayEnvPool:
+        """``num_envs`` envs of one registered id."""
+        return cls([MakeEnv(env_id, **dict(env_kwargs or {}))] * num_envs, **pool_kwargs)
+
+    # ---- plumbing ---------------------------------------------------------------------------
+
+    def _where(self, i: int) -> tuple[Any, int]:
+        return self.actors[i // self.envs_per_actor], i % self.envs_per_actor
+
+    def _check(self, indices: Sequence[int]) -> None:
+        if self._closed:
+            raise InvalidConfigError("this RayEnvPool is closed; build a new one.")
+        bad = [i for i in indices if not 0 <= i < self.num_envs]
+        if bad:
+            raise InvalidConfigError(f"env indices {bad} out of range 0..{self.num_envs - 1}.")
+
+    def _gather(self, refs: Sequence[Any], timeout_s: float | None = None) -> list[tuple[str, Any]]:
+        """Wait for all refs until the deadline; ``("ok", value)`` or ``("error", message)``."""
+        ray = self._ray
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout_s
+        pending = list(refs)
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            _, pending = ray.wait(pending, num_returns=len(pending), timeout=left)
+        late = set(pending)
+        out: list[tuple[str, Any]] = []
+        for ref in refs:
+            if ref in late:
+                out.append(("timeout", f"no answer within {timeout_s:g} s"))
+                continue
+            try:
+                out.append(("ok", ray.get(ref)))
+            except Exception as exc:  # actor died or the env raised
+                out.append(("error", _describe(exc)))
+        return out
+
+    def _restart_hung(self, indices: Sequence[int], results: Sequence[tuple[str, Any]]) -> None:
+        """Kill the actors of timed-out calls so Ray restarts them fresh."""
+        hung = {i // self.envs_per_actor for i, (s, _) in zip(indices, results) if s == "timeout"}
+        for a in hung:
+            logger.warning("agentgym: env actor %d timed out; restarting it", a)
+            self._ray.kill(self.actors[a], no_restart=False)
+
+    # ---- the pool API -----------------------------------------------------------------------
+
+    def reset(
+        self,
+        indices: Sequence[int] | None = None,
+        *,
+        seeds: Sequence[int | None] | None = None,
+        options: Sequence[Mapping[str, Any] | None] | None = None,
+        retries: int = 2,
+    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Reset the given envs (all by default); returns ``(obs, info)`` per index.
+
+        A reset that fails because its actor died or hung is retried (on the restarted
+        actor) up to ``retries`` times; an env that raises in ``reset`` is not retried.
+        """
+        idx = list(range(self.num_envs)) if indices is None else list(indices)
+        self._check(idx)
+        seed_list = list(seeds) if seeds is not None else [None] * len(idx)
+        opts = list(options) if options is not None else [None] * len(idx)
+        if len(seed_list) != len(idx) or len(opts) != len(idx):
+            raise InvalidConfigError(
+                f"reset got {len(idx)} indices but {len(seed_list)} seeds and {len(opts)} options."
+            )
+        args = {i: (s, dict(o) if o else None) for i, s, o in zip(idx, seed_list, opts)}
+        done: dict[int, Any] = {}
+        todo = idx
+        for attempt in range(retries + 1):
+            refs = []
+            for i in todo:
+                actor, slot = self._where(i)
+                refs.append(actor.reset.remote(slot, *args[i]))
+            results = self._gather(refs, self.start_timeout_s)
+            self._restart_hung(todo, results)
+            again = []
+            for i, (status, value) in zip(todo, results):
+                if status == "ok":
+                    done[i] = value
+                elif _actor_lost(status, value) and attempt < retries:
+                    again.append(i)
+                else:
+                    raise RemoteEnvError(
+                        f"reset of env {i} failed: {value}. The env raised in reset(), or its "
+                        "actor kept dying; see the actor's log (ray logs) for the cause."
+                    )
+            if not again:
+                break
+            todo = again
+        return [done[i] for i in idx]
+
+    def step(self, actions: Mapping[int, str]) -> dict[int, StepResult]:
+        """Step only the envs named in ``actions``; returns their results by index.
+
+        A lost or hung actor gives a truncated result with ``info["env_error"]`` for each of
+        its envs in this call (the episode failed, the pool lives on).
+        """
+        idx = list(actions)
+        self._check(idx)
+        refs = []
+        for i in idx:
+            actor, slot = self._where(i)
+            refs.append(actor.step.remote(slot, actions[i]))
+        results = self._gather(refs)
+        self._restart_hung(idx, results)
+        out: dict[int, StepResult] = {}
+        for i, (status, value) in zip(idx, results):
+            if status == "ok":
+                out[i] = StepResult(*value)
+            else:
+                out[i] = _crashed(RemoteEnvError(f"env {i}: {value}"))
+        return out
+
+    def call(
+        self, name: str, *args: Any, indices: Sequence[int] | None = None, **kwargs: Any
+    ) -> list[Any]:
+        """Call a method (on the env, else its unwrapped core) of each given env."""
+        idx = list(range(self.num_envs)) if indices is None else list(indices)
+        self._check(idx)
+        refs = []
+        for i in idx:
+            actor, slot = self._where(i)
+            refs.append(actor.call.remote(slot, name, args, kwargs))
+        results = self._gather(refs)
+        self._restart_hung(idx, results)
+        out = []
+        for i, (status, value) in zip(idx, results):
+            if status != "ok":
+                raise RemoteEnvError(f"call {name!r} on env {i} failed: {value}")
+            out.append(value)
+        return out
+
+    def get_attr(self, name: str, *, indices: Sequence[int] | None = None) -> list[Any]:
+        """An attribute (of the env, else its unwrapped core) of each given env."""
+        idx = list(range(self.num_envs)) if indices is None else list(indices)
+        self._check(idx)
+        refs = []
+        for i in idx:
+            actor, slot = self._where(i)
+            refs.append(actor.get_attr.remote(slot, name))
+        results = self._gather(refs)
+        out = []
+        for i, (status, value) in zip(idx, results):
+            if status != "ok":
+                raise RemoteEnvError(f"reading {name!r} of env {i} failed: {value}")
+            out.append(value)
+        return out
+
+    def actor_pids(self) -> list[int]:
+        """The process id of each actor (for diagnostics and crash tests)."""
+        return [v for _, v in self._gather([a.pid.remote() for a in self.actors])]
+
+    def close(self) -> None:
+        """Close every env and end the actors. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        refs = [a.close.remote() for a in self.actors]
+        self._gather(refs, timeout_s=min(self.timeout_s, 10.0))  # a hung env must not block
+        for actor in self.actors:
+            with contextlib.suppress(Exception):  # already gone
+                self._ray.kill(actor, no_restart=True)
+
+    def __enter__(self) -> RayEnvPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _describe(exc: BaseException) -> str:
+    name = type(exc).__name__
+    text = str(exc).strip().splitlines()
+    return f"{name}: {text[0] if text else ''}"[:500]
+
+
+def _actor_lost(status: str, message: str) -> bool:
+    return status == "timeout" or any(
+        k in message for k in ("ActorDiedError", "ActorUnavailableError", "RayActorError")
+    )
+
+
+class RemoteEnv(gym.Env):
+    """One env of a :class:`RayEnvPool` as a plain ``gym.Env`` (its work happens remotely).
+
+    ``unwrapped`` is the view itself: ``state_key``, ``snapshot``, ``restore``,
+    ``reward_weights``, ``tools`` and ``admissible_actions`` are forwarded to the remote
+    env, so :mod:`agentgym.testing` conformance checks run through Ray unchanged.
+    """
+
+    def __init__(self, pool: RayEnvPool, index: int):
+        self.pool = pool
+        self.index = index
+        self.observation_space = self._get("observation_space")
+        self.action_space = self._get("action_space")
+        self.metadata = self._get("metadata")
+        self.reward_weights = self._get("reward_weights")
+
+    def _get(self, attr: str) -> Any:
+        return self.pool.get_attr(attr, indices=[self.index])[0]
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple:
+        return self.pool.reset([self.index], seeds=[seed], options=[options])[0]
+
+    def step(self, action: str) -> tuple:
+        return tuple(self.pool.step({self.index: action})[self.index])
+
+    def _remote(self, name: str, *args: Any) -> Any:
+        return self.pool.call(name, *args, indices=[self.index])[0]
+
+    def state_key(self) -> str:
+        return self._remote("state_key")
+
+    def snapshot(self) -> Any:
+        return self._remote("snapshot")
+
+    def restore(self, snapshot: Any) -> None:
+        self._remote("restore", snapshot)
+
+    def admissible_actions(self) -> list[str] | None:
+        return self._remote("admissible_actions")
+
+    @property
+    def tools(self) -> Any:
+        return self._get("tools")
+
+    def close(self) -> None:
+        """Closing the view leaves the pool's env open (the pool owns it)."""
+
+
+Factory = Callable[[], gym.Env]

@@ -1,0 +1,33 @@
+"""Adapters that plug agentgym envs into RL frameworks, all over one text-session core.
+
+Each framework module imports its framework lazily, so ``import agentgym.integrations``
+never needs verl, TRL, OpenRLHF, SkyRL, GEM, RLlib or verifiers installed:
+
+=====================  ======================================================
+module                 what it gives
+=====================  ======================================================
+``session``            :class:`TextSession` (reset -> messages + tools; step -> new messages)
+``tokens``             token-level episodes (prompt/response ids, env tokens masked)
+``offline``            a tokenizer and a scripted model for examples and tests (no download)
+``verl``               an agent loop (``AgentLoopBase``) and a ``BaseInteraction``
+``verl_agent``         a verl-agent style environment manager (GiGPO anchors)
+``trl``                an ``environment_factory`` class for ``GRPOTrainer``
+``openrlhf``           ``AgentInstance`` / ``AgentExecutor``
+``skyrl``              a SkyRL-gym ``BaseTextEnv``
+``gem``                GEM / ROLL env registration
+``rllib``              RLlib multi-agent envs through PettingZoo
+``verifiers``          a verifiers ``MultiTurnEnv``
+=====================  ======================================================
+
+See docs/integrations.md.
+"""
+
+from agentgym.integrations.session import (
+    SessionStart,
+    SessionTurn,
+    TextSession,
+    assistant_text,
+    make_env,
+)
+
+__all__ = ["SessionStart", "SessionTurn", "TextSession", "assistant_text", "make_env"]

@@ -1,0 +1,260 @@
+"""The text-session core every framework adapter is built on.
+
+RL frameworks do not speak Gymnasium: they hold a *chat* (a list of OpenAI-style messages)
+and a list of tool schemas, send the model's turn, and get back the messages to append plus
+a reward. :class:`TextSession` is exactly that view of any registered agentgym env:
+
+* :meth:`TextSession.reset` -> :class:`SessionStart` (the opening ``messages``, the OpenAI
+  ``tools``, the reset ``info``);
+* :meth:`TextSession.step` takes the assistant turn either as plain text (tool calls written
+  in the Hermes ``<tool_call>`` form, or an ``<answer>``) or as a structured OpenAI assistant
+  message with ``tool_calls``, and returns a :class:`SessionTurn` (the NEW messages from the
+  env, the reward, ``done`` and the step ``info``);
+* :meth:`TextSession.areset` / :meth:`TextSession.astep` are the same calls for asyncio
+  event loops (verl, SkyRL, verifiers run rollouts as coroutines): the env runs in a worker
+  thread so a slow env never blocks the loop.
+
+Structured tool calls are written back into the canonical text form before the env sees
+them, so the env's own parser validates them and a malformed call earns the same error
+message and format penalty as in text mode. When the turn came with structured calls, the
+env's reply comes back as ``role="tool"`` messages (one per call, carrying its
+``tool_call_id``; the env's single observation goes in the last one), otherwise as one
+``role="user"`` message.
+
+Example:
+    >>> import agentgym
+    >>> s = TextSession("agentgym/Sokoban-Tiny-v0")
+    >>> start = s.reset(seed=0)
+    >>> [m["role"] for m in start.messages], start.tools[0]["function"]["name"]
+    (['system', 'user'], 'move')
+    >>> turn = s.step({"role": "assistant", "content": "", "tool_calls": [
+    ...     {"id": "c1", "type": "function",
+    ...      "function": {"name": "move", "arguments": '{"direction": "up"}'}}]})
+    >>> turn.messages[0]["role"], turn.messages[0]["tool_call_id"], turn.info["action_valid"]
+    ('tool', 'c1', True)
+    >>> s.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from agentgym.error import InvalidConfigError
+from agentgym.wrappers.chat import observation_message
+
+Message = dict[str, Any]
+AssistantTurn = str | Mapping[str, Any]
+"""Plain text, or an OpenAI assistant message ``{"content": ..., "tool_calls": [...]}``."""
+
+__all__ = [
+    "AssistantTurn",
+    "SessionStart",
+    "SessionTurn",
+    "TextSession",
+    "assistant_text",
+    "make_env",
+]
+
+
+def make_env(env_id: str, **kwargs: Any) -> gym.Env:
+    """Build a registered single-agent env by id (``agentgym`` imported so ids resolve)."""
+    import agentgym  # noqa: F401  (registers every family)
+    from agentgym.registry import get_record
+
+    record = get_record(env_id)
+    if record.multi_agent:
+        raise InvalidConfigError(
+            f"{record.id} is a multi-agent env; a text session drives one seat. "
+            "Wrap one seat with agentgym.wrappers.seats.SeatAsEnv and pass the env object."
+        )
+    return gym.make(record.id, **kwargs)
+
+
+def _call_text(call: Any) -> str:
+    """One OpenAI tool call (any validity) as canonical ``<tool_call>`` text."""
+    fn = call.get("function", call) if isinstance(call, Mapping) else call
+    if not isinstance(fn, Mapping):
+        return f"<tool_call>{json.dumps(fn, default=str)}</tool_call>"
+    args = fn.get("arguments", {})
+    if isinstance(args, str):
+        # an undecodable string stays a string: the parser reports it with its own message
+        with contextlib.suppress(ValueError):
+            args = json.loads(args) if args.strip() else {}
+    payload = {"name": fn.get("name"), "arguments": args}
+    return f"<tool_call>{json.dumps(payload, ensure_ascii=False, default=str)}</tool_call>"
+
+
+def assistant_text(turn: AssistantTurn) -> str:
+    """The env action string for an assistant turn given as text or as an OpenAI message.
+
+    Structured ``tool_calls`` are appended to the message content in the canonical text
+    form, whether they are valid or not, so the env's parser judges them.
+    """
+    if isinstance(turn, str):
+        return turn
+    if not isinstance(turn, Mapping):
+        return repr(turn)
+    content = turn.get("content") or ""
+    if isinstance(content, list):  # content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
+    calls = turn.get("tool_calls") or []
+    if not isinstance(calls, list | tuple):
+        calls = [calls]
+    parts = [str(content)] if content else []
+    parts.extend(_call_text(c) for c in calls)
+    return "\n".join(parts)
+
+
+@dataclass
+class SessionStart:
+    """What a session opens with."""
+
+    messages: list[Message]
+    tools: list[dict[str, Any]]
+    info: dict[str, Any]
+
+
+@dataclass
+class SessionTurn:
+    """The env's answer to one assistant turn."""
+
+    messages: list[Message]
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        return self.terminated or self.truncated
+
+
+class TextSession:
+    """One env as a chat session; see the module docstring.
+
+    Args:
+        env: A registered env id, or an env object (e.g. a wrapped one, or one seat of a
+            multi-agent env through ``SeatAsEnv``).
+        env_kwargs: Keyword arguments for ``gym.make`` when ``env`` is an id.
+        image_format: ``"data_url"`` (OpenAI ``image_url`` parts) or ``"array"``.
+        feedback_role: ``"auto"`` (``tool`` after structured calls, else ``user``),
+            ``"user"`` or ``"tool"``.
+    """
+
+    def __init__(
+        self,
+        env: str | gym.Env,
+        *,
+        env_kwargs: Mapping[str, Any] | None = None,
+        image_format: str = "data_url",
+        feedback_role: str = "auto",
+    ):
+        if feedback_role not in ("auto", "user", "tool"):
+            raise InvalidConfigError(
+                f"feedback_role must be 'auto', 'user' or 'tool', got {feedback_role!r}."
+            )
+        self.env_id = env if isinstance(env, str) else getattr(env.spec, "id", type(env).__name__)
+        self.env: gym.Env = make_env(env, **dict(env_kwargs or {})) if isinstance(env, str) else env
+        self.image_format = image_format
+        self.feedback_role = feedback_role
+        self.messages: list[Message] = []
+        self.tools: list[dict[str, Any]] = []
+        self.info: dict[str, Any] = {}
+        self.total_reward = 0.0
+        self.turns = 0
+        self.done = False
+        self._started = False
+
+    # ---- sync API ---------------------------------------------------------------------------
+
+    def reset(
+        self, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> SessionStart:
+        """Start an episode; ``options={"task_id": ...}`` picks the task."""
+        obs, info = self.env.reset(seed=seed, options=dict(options) if options else None)
+        self.messages = []
+        if info.get("system_prompt"):
+            self.messages.append({"role": "system", "content": info["system_prompt"]})
+        self.messages.append(observation_message(obs, "user", self.image_format))
+        self.tools = list(info.get("tools", []))
+        self.info = dict(info)
+        self.total_reward = 0.0
+        self.turns = 0
+        self.done = False
+        self._started = True
+        return SessionStart(list(self.messages), list(self.tools), dict(info))
+
+    def step(self, turn: AssistantTurn) -> SessionTurn:
+        """Apply one assistant turn; returns the env's new messages, reward and flags."""
+        if not self._started:
+            raise gym.error.ResetNeeded("Call reset() before step().")
+        action = assistant_text(turn)
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.messages.append(self._assistant_message(turn))
+        new = self._feedback(obs, turn)
+        self.messages.extend(new)
+        self.info = {**self.info, **info}
+        self.total_reward += float(reward)
+        self.turns += 1
+        self.done = bool(terminated or truncated)
+        return SessionTurn(new, float(reward), bool(terminated), bool(truncated), dict(info))
+
+    def close(self) -> None:
+        self.env.close()
+
+    # ---- async API --------------------------------------------------------------------------
+
+    async def areset(
+        self, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> SessionStart:
+        """:meth:`reset` in a worker thread."""
+        return await asyncio.to_thread(self.reset, seed, options)
+
+    async def astep(self, turn: AssistantTurn) -> SessionTurn:
+        """:meth:`step` in a worker thread."""
+        return await asyncio.to_thread(self.step, turn)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+    # ---- helpers ----------------------------------------------------------------------------
+
+    @property
+    def success(self) -> bool:
+        return bool(self.info.get("success", False))
+
+    def _assistant_message(self, turn: AssistantTurn) -> Message:
+        if isinstance(turn, Mapping):
+            msg: Message = {"role": "assistant", "content": turn.get("content") or ""}
+            if turn.get("tool_calls"):
+                msg["tool_calls"] = list(turn["tool_calls"])
+            return msg
+        return {"role": "assistant", "content": turn if isinstance(turn, str) else repr(turn)}
+
+    def _feedback(self, obs: dict[str, Any], turn: AssistantTurn) -> list[Message]:
+        calls: Sequence[Any] = (turn.get("tool_calls") or []) if isinstance(turn, Mapping) else []
+        role = self.feedback_role
+        if role == "auto":
+            role = "tool" if calls else "user"
+        if role == "user" or not calls:
+            return [observation_message(obs, "user" if role == "user" else role, self.image_format)]
+        out: list[Message] = []
+        for i, call in enumerate(calls):
+            call_id = call.get("id", "") if isinstance(call, Mapping) else ""
+            if i < len(calls) - 1:
+                msg: Message = {"role": "tool", "content": "(see the last tool message)"}
+            else:
+                msg = observation_message(obs, "tool", self.image_format)
+            msg["tool_call_id"] = call_id
+            out.append(msg)
+        return out
+
+
+SessionFactory = Callable[[], TextSession]

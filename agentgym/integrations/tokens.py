@@ -1,0 +1,166 @@
+"""Token-level multi-turn episodes: what trainers that work on token ids need.
+
+verl, OpenRLHF and SkyRL train on ONE token sequence per episode: the prompt, then the
+model's turns interleaved with the env's replies. Only model tokens are trained on, so the
+sequence comes with a mask (1 for sampled tokens, 0 for env tokens) and the sampled tokens'
+logprobs. :func:`run_token_episode` plays one episode of a :class:`TextSession` against any
+async ``generate(token_ids) -> (new_ids, logprobs)`` and returns exactly that.
+
+Env replies are tokenised with the model's chat template as the *difference* between a
+conversation with and without them, so they carry the template's role markers and end with
+the generation prompt for the next assistant turn. Sampled tokens are kept verbatim (never
+re-tokenised), which keeps logprobs aligned with what the sampler produced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agentgym.integrations.session import Message, TextSession
+
+Generate = Callable[[list[int]], Awaitable[tuple[Sequence[int], Sequence[float] | None]]]
+"""``await generate(context_ids) -> (new_token_ids, their_logprobs or None)``."""
+
+__all__ = [
+    "ChatTokenizer",
+    "Generate",
+    "TokenEpisode",
+    "chat_ids",
+    "env_reply_ids",
+    "run_token_episode",
+]
+
+# a neutral exchange the env reply is appended to, to read off the reply's own tokens
+_BASE: list[Message] = [
+    {"role": "user", "content": "."},
+    {"role": "assistant", "content": "."},
+]
+
+
+class ChatTokenizer(Protocol):
+    """The part of a Hugging Face tokenizer this module uses."""
+
+    def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any: ...
+
+    def decode(self, token_ids: Any, **kwargs: Any) -> str: ...
+
+
+def chat_ids(
+    tokenizer: ChatTokenizer,
+    messages: Sequence[Message],
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    add_generation_prompt: bool,
+) -> list[int]:
+    """Token ids of a chat under the tokenizer's chat template."""
+    out = tokenizer.apply_chat_template(
+        list(messages),
+        tools=list(tools) if tools else None,
+        add_generation_prompt=add_generation_prompt,
+        tokenize=True,
+    )
+    if isinstance(out, Mapping):  # transformers 5 may return a BatchEncoding
+        out = out["input_ids"]
+    if hasattr(out, "tolist"):
+        out = out.tolist()
+    if out and isinstance(out[0], list):
+        out = out[0]
+    return [int(t) for t in out]
+
+
+def env_reply_ids(tokenizer: ChatTokenizer, messages: Sequence[Message]) -> list[int]:
+    """Tokens of env reply messages, up to and including the next generation prompt."""
+    base = chat_ids(tokenizer, _BASE, add_generation_prompt=False)
+    full = chat_ids(tokenizer, [*_BASE, *messages], add_generation_prompt=True)
+    if full[: len(base)] != base:  # a template that rewrites earlier turns: no clean delta
+        return chat_ids(tokenizer, list(messages), add_generation_prompt=True)
+    return full[len(base) :]
+
+
+@dataclass
+class TokenEpisode:
+    """One episode as one token sequence, plus what happened."""
+
+    prompt_ids: list[int]
+    response_ids: list[int]
+    response_mask: list[int]
+    response_logprobs: list[float] | None
+    reward_score: float
+    turn_rewards: list[float]
+    num_turns: int
+    success: bool
+    truncated_by_length: bool
+    info: dict[str, Any] = field(default_factory=dict)
+    messages: list[Message] = field(default_factory=list)
+
+
+async def run_token_episode(
+    session: TextSession,
+    generate: Generate,
+    tokenizer: ChatTokenizer,
+    *,
+    seed: int | None = None,
+    options: Mapping[str, Any] | None = None,
+    max_turns: int | None = None,
+    response_length: int | None = None,
+) -> TokenEpisode:
+    """Play one episode; env tokens get mask 0 and logprob 0.0.
+
+    Stops when the env ends the episode, after ``max_turns`` model turns, or when the
+    response would pass ``response_length`` tokens (then cut to that length).
+    ``reward_score`` is the sum of the env's step rewards; ``num_turns`` counts the chat's
+    messages other than the system prompt (task, model turns, env replies), as verl does.
+    """
+    start = await session.areset(seed, options)
+    prompt_ids = chat_ids(tokenizer, start.messages, start.tools, add_generation_prompt=True)
+    response_ids: list[int] = []
+    mask: list[int] = []
+    logprobs: list[float] = []
+    have_logprobs = True
+    rewards: list[float] = []
+    info: dict[str, Any] = dict(start.info)
+    turns = 0
+    cut = False
+    while max_turns is None or turns < max_turns:
+        if response_length is not None and len(response_ids) >= response_length:
+            cut = True
+            break
+        new_ids, new_lps = await generate(prompt_ids + response_ids)
+        new_ids = [int(t) for t in new_ids]
+        response_ids += new_ids
+        mask += [1] * len(new_ids)
+        if new_lps is None:
+            have_logprobs = False
+            logprobs += [0.0] * len(new_ids)
+        else:
+            logprobs += [float(x) for x in new_lps]
+        text = tokenizer.decode(new_ids, skip_special_tokens=True)
+        turn = await session.astep(text)
+        turns += 1
+        rewards.append(turn.reward)
+        info.update(turn.info)
+        if turn.done:
+            break
+        reply = env_reply_ids(tokenizer, turn.messages)
+        response_ids += reply
+        mask += [0] * len(reply)
+        logprobs += [0.0] * len(reply)
+    if response_length is not None and len(response_ids) > response_length:
+        cut = True
+        response_ids, mask = response_ids[:response_length], mask[:response_length]
+        logprobs = logprobs[:response_length]
+    return TokenEpisode(
+        prompt_ids=prompt_ids,
+        response_ids=response_ids,
+        response_mask=mask,
+        response_logprobs=logprobs if have_logprobs else None,
+        reward_score=float(sum(rewards)),
+        turn_rewards=rewards,
+        num_turns=sum(1 for m in session.messages if m.get("role") != "system"),
+        success=session.success,
+        truncated_by_length=cut,
+        info=info,
+        messages=list(session.messages),
+    )

@@ -1,0 +1,171 @@
+"""TRL: an ``environment_factory`` class for ``GRPOTrainer`` from any agentgym env.
+
+TRL (>= 1.x, experimental) builds one environment object per rollout, calls
+``reset(**dataset_row)`` (a returned string is appended to the prompt), exposes the
+object's public methods to the model as tools (their JSON schemas come from the type hints
+and Google-style docstrings), and, when the class has ``get_reward()``, scores the rollout
+with it. :func:`environment_class` writes such a class for an env id: one typed method per
+tool the env declares (parameters, enums and descriptions from the tool's JSON schema),
+``reset`` reading ``seed`` / ``task_id`` from the row, and ``get_reward`` returning the
+summed env reward.
+
+Example::
+
+    from trl import GRPOConfig, GRPOTrainer
+    from agentgym.integrations.trl import environment_class, seed_dataset
+
+    Sokoban = environment_class("agentgym/Sokoban-Tiny-v0")
+    trainer = GRPOTrainer(model=..., args=GRPOConfig(...), train_dataset=seed_dataset(
+        "agentgym/Sokoban-Tiny-v0", range(256)), environment_factory=Sokoban)
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+import typing
+from collections.abc import Sequence
+from typing import Any
+
+from agentgym.error import InvalidConfigError
+from agentgym.integrations.session import TextSession
+from agentgym.parsing import render_tool_call
+
+__all__ = ["environment_class", "seed_dataset"]
+
+_JSON_TO_PY: dict[str, Any] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+}
+
+
+def _annotation(schema: dict[str, Any]) -> Any:
+    if schema.get("enum"):
+        return typing.Literal[tuple(schema["enum"])]  # type: ignore[misc]
+    kind = schema.get("type", "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind == "array" and isinstance(schema.get("items"), dict):
+        return list[_annotation(schema["items"])]  # type: ignore[misc]
+    return _JSON_TO_PY.get(kind, str)
+
+
+def _tool_method(tool: dict[str, Any]) -> Any:
+    fn = tool["function"]
+    name = fn["name"]
+    params = fn.get("parameters") or {}
+    props: dict[str, Any] = params.get("properties", {})
+    required = set(params.get("required", []))
+    for arg in props:
+        if not arg.isidentifier() or keyword.iskeyword(arg):
+            raise InvalidConfigError(
+                f"tool {name!r} has argument {arg!r}, which cannot be a Python parameter; "
+                "TRL needs tools as methods."
+            )
+
+    def method(self: Any, **kwargs: Any) -> str:
+        return self._call_tool(name, kwargs)
+
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    annotations: dict[str, Any] = {}
+    ordered = [a for a in props if a in required] + [a for a in props if a not in required]
+    for arg in ordered:
+        ann = _annotation(props[arg])
+        annotations[arg] = ann
+        default = inspect.Parameter.empty if arg in required else props[arg].get("default")
+        parameters.append(
+            inspect.Parameter(
+                arg, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=ann
+            )
+        )
+    annotations["return"] = str
+    method.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
+    method.__annotations__ = annotations
+    method.__name__ = method.__qualname__ = name
+    lines = [fn.get("description") or name, ""]
+    if props:
+        lines.append("Args:")
+        for arg in ordered:
+            desc = props[arg].get("description") or f"the {arg}"
+            lines.append(f"    {arg}: {desc}")
+        lines.append("")
+    lines += ["Returns:", "    What the environment shows after the call."]
+    method.__doc__ = "\n".join(lines)
+    return method
+
+
+def environment_class(
+    env_id: str, *, env_kwargs: dict[str, Any] | None = None, class_name: str | None = None
+) -> type:
+    """A TRL environment class for ``env_id`` (see the module docstring)."""
+    probe = TextSession(env_id, env_kwargs=env_kwargs)
+    try:
+        tools = probe.reset(seed=0).tools
+    finally:
+        probe.close()
+    kwargs = dict(env_kwargs or {})
+
+    def __init__(self: Any) -> None:
+        self._session = TextSession(env_id, env_kwargs=kwargs)
+
+    def reset(self: Any, **row: Any) -> str:
+        """Start the episode a dataset row names (``seed`` and/or ``task_id``)."""
+        seed = row.get("seed")
+        task_id = row.get("task_id")
+        start = self._session.reset(
+            seed=None if seed is None else int(seed),
+            options={"task_id": task_id} if task_id else None,
+        )
+        return "\n\n".join(
+            str(m["content"]) for m in start.messages if isinstance(m.get("content"), str)
+        )
+
+    def get_reward(self: Any) -> float:
+        """The summed env reward of the episode so far."""
+        return float(self._session.total_reward)
+
+    def _call_tool(self: Any, name: str, arguments: dict[str, Any]) -> str:
+        if self._session.done:
+            raise ValueError("The episode has ended; no more tool calls are taken.")
+        turn = self._session.step(render_tool_call(name, arguments))
+        text = "\n".join(str(m.get("content")) for m in turn.messages)
+        if not turn.info.get("action_valid", True):
+            # TRL shows a raised error's message to the model as the tool result
+            raise ValueError(text)
+        return text
+
+    namespace: dict[str, Any] = {
+        "__init__": __init__,
+        "reset": reset,
+        "get_reward": get_reward,
+        "_call_tool": _call_tool,
+        "env_id": env_id,
+        "__doc__": f"TRL environment over agentgym env {env_id}.",
+    }
+    for tool in tools:
+        name = tool["function"]["name"]
+        if name in namespace or name.startswith("_"):
+            raise InvalidConfigError(
+                f"tool name {name!r} clashes with the environment's own methods."
+            )
+        namespace[name] = _tool_method(tool)
+    default_name = "".join(ch for ch in env_id.split("/")[-1].title() if ch.isalnum()) + "Env"
+    return type(class_name or default_name, (), namespace)
+
+
+def seed_dataset(env_id: str, seeds: Sequence[int] | range, prompt: str | None = None) -> Any:
+    """A ``datasets.Dataset`` of rows ``{"prompt": [...], "seed": s}`` for GRPOTrainer.
+
+    The env's opening observation is appended to the prompt by ``reset``; ``prompt`` is the
+    user message it is appended to (default: a one-line instruction).
+    """
+    from datasets import Dataset
+
+    text = prompt or f"Solve the {env_id} task with the tools. The task follows.\n\n"
+    return Dataset.from_list(
+        [{"prompt": [{"role": "user", "content": text}], "seed": int(s)} for s in seeds]
+    )

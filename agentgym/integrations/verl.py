@@ -1,0 +1,263 @@
+"""verl: an agent loop and an interaction for any agentgym env.
+
+Two ways in, both over :class:`~agentgym.integrations.session.TextSession`:
+
+* :class:`AgentGymAgentLoop` — a verl ``AgentLoopBase`` registered as ``"agentgym_agent"``.
+  Each dataset row names its episode (``env_id``, ``seed`` or ``task_id``, optional
+  ``env_kwargs`` and ``max_turns``; top level or under ``extra_info``). ``run`` plays the
+  episode against verl's inference servers and returns an ``AgentLoopOutput``: prompt ids,
+  response ids with env tokens masked (0), the sampled tokens' logprobs, the summed env
+  reward as ``reward_score``, ``num_turns``, and per-turn rewards / success / the GiGPO
+  state keys in ``extra_fields``. Requires verl (import it from this module only when verl
+  is installed: ``from agentgym.integrations.verl import AgentGymAgentLoop``).
+* :class:`AgentGymInteraction` — verl's older ``BaseInteraction`` form (multi-turn
+  SGLang rollouts up to verl 0.5): ``start_interaction`` resets the env,
+  ``generate_response`` steps it with the last assistant message and returns
+  ``(done, reply, reward, info)``. :func:`interaction_rows` builds dataset rows whose
+  prompts equal the env's opening messages.
+
+See docs/integrations.md for the verl config that selects the loop.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agentgym.error import DependencyMissingError, InvalidConfigError
+from agentgym.integrations.session import TextSession
+from agentgym.integrations.tokens import TokenEpisode, run_token_episode
+
+AGENT_NAME = "agentgym_agent"
+
+__all__ = [
+    "AGENT_NAME",
+    "AgentGymInteraction",
+    "agent_loop_rows",
+    "episode_spec",
+    "interaction_rows",
+    "play_verl_episode",
+]
+
+
+def episode_spec(row: Mapping[str, Any]) -> dict[str, Any]:
+    """``env_id``, ``seed``, ``task_id``, ``env_kwargs``, ``max_turns`` of a dataset row.
+
+    Keys are read at the top level, then from ``extra_info`` and ``agent_kwargs`` (where
+    verl datasets keep per-row extras).
+    """
+    merged: dict[str, Any] = {}
+    for key in ("agent_kwargs", "extra_info"):
+        if isinstance(row.get(key), Mapping):
+            merged.update(row[key])
+    merged.update({k: v for k, v in row.items() if k not in ("agent_kwargs", "extra_info")})
+    if not merged.get("env_id"):
+        raise InvalidConfigError(
+            "an agentgym verl row needs 'env_id' (top level or in extra_info), e.g. "
+            "{'env_id': 'agentgym/Sokoban-Tiny-v0', 'seed': 3}; build rows with agent_loop_rows()."
+        )
+    seed = merged.get("seed")
+    return {
+        "env_id": str(merged["env_id"]),
+        "seed": None if seed is None else int(seed),
+        "task_id": merged.get("task_id"),
+        "env_kwargs": dict(merged.get("env_kwargs") or {}),
+        "max_turns": merged.get("max_turns"),
+    }
+
+
+def agent_loop_rows(
+    env_id: str, seeds: Sequence[int], *, data_source: str = "agentgym", **extra: Any
+) -> list[dict[str, Any]]:
+    """Dataset rows for the agent loop (one per seed); ``raw_prompt`` is a placeholder that
+    verl's dataset needs, the real prompt comes from the env at reset."""
+    return [
+        {
+            "data_source": data_source,
+            "agent_name": AGENT_NAME,
+            "prompt": [{"role": "user", "content": f"{env_id} seed {s}"}],
+            "extra_info": {"env_id": env_id, "seed": int(s), **extra},
+        }
+        for s in seeds
+    ]
+
+
+async def play_verl_episode(
+    row: Mapping[str, Any],
+    generate: Any,
+    tokenizer: Any,
+    *,
+    response_length: int | None = None,
+) -> TokenEpisode:
+    """The framework-free body of :meth:`AgentGymAgentLoop.run` (also usable on its own)."""
+    spec = episode_spec(row)
+    session = TextSession(spec["env_id"], env_kwargs=spec["env_kwargs"])
+    try:
+        options = {"task_id": spec["task_id"]} if spec["task_id"] else None
+        return await run_token_episode(
+            session,
+            generate,
+            tokenizer,
+            seed=spec["seed"],
+            options=options,
+            max_turns=spec["max_turns"],
+            response_length=response_length,
+        )
+    finally:
+        await session.aclose()
+
+
+def _verl() -> tuple[Any, Any, Any, Any]:
+    try:
+        from verl.experimental.agent_loop.agent_loop import (
+            AgentLoopBase,
+            AgentLoopMetrics,
+            AgentLoopOutput,
+            register,
+        )
+    except ImportError as exc:
+        raise DependencyMissingError(
+            "verl (its agent loop)", "pip install verl  (see docs/integrations.md)"
+        ) from exc
+    return AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+
+
+def _build_agent_loop() -> type:
+    AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register = _verl()
+
+    class AgentGymAgentLoop(AgentLoopBase):  # type: ignore[misc, valid-type]
+        """verl agent loop over any agentgym env; see the module docstring."""
+
+        async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
+            request_id = uuid.uuid4().hex
+
+            async def generate(ids: list[int]) -> tuple[list[int], list[float] | None]:
+                out = await self.server_manager.generate(
+                    request_id=request_id, prompt_ids=ids, sampling_params=sampling_params
+                )
+                return list(out.token_ids), (list(out.log_probs) if out.log_probs else None)
+
+            length = int(self.rollout_config.response_length)
+            ep = await play_verl_episode(kwargs, generate, self.tokenizer, response_length=length)
+            return AgentLoopOutput(
+                prompt_ids=ep.prompt_ids,
+                response_ids=ep.response_ids,
+                response_mask=ep.response_mask,
+                response_logprobs=ep.response_logprobs,
+                reward_score=ep.reward_score,
+                num_turns=ep.num_turns,
+                metrics=AgentLoopMetrics(),
+                extra_fields={
+                    "turn_scores": ep.turn_rewards,
+                    "tool_rewards": [],
+                    "success": ep.success,
+                    "task_id": ep.info.get("task_id"),
+                    "state_key": ep.info.get("state_key"),
+                },
+            )
+
+    AgentGymAgentLoop.__module__ = __name__
+    AgentGymAgentLoop.__qualname__ = "AgentGymAgentLoop"
+    # registered under its importable name: agentgym.integrations.verl.AgentGymAgentLoop
+    return register(AGENT_NAME)(AgentGymAgentLoop)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AgentGymAgentLoop":
+        cls = _build_agent_loop()
+        globals()[name] = cls
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ---- the BaseInteraction form ---------------------------------------------------------------
+
+
+def _interaction_base() -> type:
+    try:
+        from verl.interactions.base import BaseInteraction  # verl <= 0.5
+
+        return BaseInteraction
+    except ImportError:
+        return object
+
+
+class AgentGymInteraction(_interaction_base()):  # type: ignore[misc]
+    """verl ``BaseInteraction`` over an agentgym env (one session per ``instance_id``).
+
+    ``config`` holds ``env_id`` (required), optional ``env_kwargs`` and ``name``.
+    ``start_interaction(instance_id, seed=..., task_id=...)`` resets; each
+    ``generate_response`` steps with the latest assistant message.
+    """
+
+    def __init__(self, config: Mapping[str, Any]):
+        self.config = dict(config)
+        self.name: str = self.config.get("name", "agentgym")
+        if not self.config.get("env_id"):
+            raise InvalidConfigError("AgentGymInteraction config needs 'env_id'.")
+        self._sessions: dict[str, TextSession] = {}
+
+    async def start_interaction(
+        self,
+        instance_id: str | None = None,
+        seed: int | None = None,
+        task_id: str | None = None,
+        **kwargs: Any,
+    ) -> str:
+        instance_id = instance_id or uuid.uuid4().hex
+        session = TextSession(self.config["env_id"], env_kwargs=self.config.get("env_kwargs"))
+        await session.areset(seed, {"task_id": task_id} if task_id else None)
+        self._sessions[instance_id] = session
+        return instance_id
+
+    def _session(self, instance_id: str) -> TextSession:
+        try:
+            return self._sessions[instance_id]
+        except KeyError:
+            raise InvalidConfigError(
+                f"no interaction {instance_id!r}: call start_interaction first"
+            ) from None
+
+    async def generate_response(
+        self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
+    ) -> tuple[bool, str, float, dict[str, Any]]:
+        session = self._session(instance_id)
+        last = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
+        turn = await session.astep(last if last is not None else "")
+        reply = "\n".join(
+            m["content"] if isinstance(m["content"], str) else str(m["content"])
+            for m in turn.messages
+        )
+        return turn.done, reply, turn.reward, turn.info
+
+    async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
+        return self._session(instance_id).total_reward
+
+    async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
+        session = self._sessions.pop(instance_id, None)
+        if session is not None:
+            await session.aclose()
+
+
+def interaction_rows(env_id: str, seeds: Sequence[int], name: str = "agentgym") -> list[dict]:
+    """Rows whose ``prompt`` is the env's opening chat, with the interaction kwargs to match."""
+    rows = []
+    for s in seeds:
+        session = TextSession(env_id)
+        start = session.reset(seed=int(s))
+        session.close()
+        rows.append(
+            {
+                "prompt": start.messages,
+                "extra_info": {
+                    "interaction_kwargs": {
+                        "name": name,
+                        "seed": int(s),
+                        "task_id": start.info["task_id"],
+                    },
+                    "tools_kwargs": {},
+                },
+            }
+        )
+    return rows

@@ -1,0 +1,95 @@
+"""TextSession: one chat view of any env, text or structured OpenAI tool calls."""
+
+from __future__ import annotations
+
+import asyncio
+
+import gymnasium as gym
+import pytest
+
+import agentgym
+from agentgym.error import InvalidConfigError
+from agentgym.integrations.session import TextSession, assistant_text
+from agentgym.parsing import render_tool_call
+
+ENV_ID = "agentgym/Sokoban-Tiny-v0"
+UP = render_tool_call("move", {"direction": "up"})
+
+
+def _call(name, arguments, call_id="c1"):
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+@pytest.mark.parametrize("env_id", [r.id for r in agentgym.list_envs(multi_agent=False)][:3])
+def test_reset_gives_messages_and_tools_for_any_id(env_id):
+    s = TextSession(env_id)
+    start = s.reset(seed=1)
+    assert start.messages[-1]["role"] == "user" and start.messages[-1]["content"]
+    assert all(t["type"] == "function" for t in start.tools)
+    assert start.info["task_id"] == s.reset(seed=1).info["task_id"]
+    s.close()
+
+
+def test_text_and_structured_calls_reach_the_env_identically():
+    a, b = TextSession(ENV_ID), TextSession(ENV_ID)
+    a.reset(seed=4)
+    b.reset(seed=4)
+    ta = a.step(UP)
+    tb = b.step(
+        {"role": "assistant", "content": None, "tool_calls": [_call("move", '{"direction": "up"}')]}
+    )
+    assert ta.reward == tb.reward and ta.info["state_key"] == tb.info["state_key"]
+    assert ta.messages[0]["role"] == "user"
+    assert tb.messages[0]["role"] == "tool" and tb.messages[0]["tool_call_id"] == "c1"
+    assert b.messages[-2]["tool_calls"][0]["id"] == "c1"  # the assistant turn is kept as sent
+
+
+def test_malformed_structured_calls_get_the_parser_error_and_penalty():
+    s = TextSession(ENV_ID)
+    s.reset(seed=0)
+    bad_json = s.step({"tool_calls": [_call("move", '{"direction": ')]})
+    assert (
+        bad_json.info["action_valid"] is False
+        and bad_json.info["reward_components"]["format"] == -1
+    )
+    unknown = s.step({"tool_calls": [_call("mvoe", {"direction": "up"})]})
+    assert "mvoe" in unknown.info["error"]
+    two = s.step(
+        {
+            "tool_calls": [
+                _call("move", {"direction": "up"}, "a"),
+                _call("move", {"direction": "up"}, "b"),
+            ]
+        }
+    )
+    assert [m["tool_call_id"] for m in two.messages] == ["a", "b"]
+
+
+def test_assistant_text_never_raises():
+    for turn in [
+        "",
+        {"content": [{"type": "text", "text": "hi"}]},
+        {"tool_calls": "x"},
+        {"tool_calls": [1]},
+        5,
+    ]:
+        assert isinstance(assistant_text(turn), str)
+
+
+def test_async_session_runs_env_off_the_loop():
+    async def main():
+        s = TextSession(gym.make(ENV_ID))
+        await s.areset(seed=2)
+        turn = await s.astep(UP)
+        await s.aclose()
+        return turn
+
+    assert asyncio.run(main()).info["action_valid"] is True
+
+
+def test_step_before_reset_and_bad_role_are_errors():
+    s = TextSession(ENV_ID)
+    with pytest.raises(gym.error.ResetNeeded):
+        s.step(UP)
+    with pytest.raises(InvalidConfigError):
+        TextSession(ENV_ID, feedback_role="robot")

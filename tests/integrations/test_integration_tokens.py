@@ -1,0 +1,52 @@
+"""Token-level episodes: env tokens masked, logprobs aligned, lengths respected."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agentgym.integrations.session import TextSession
+from agentgym.integrations.tokens import run_token_episode
+from agentgym.parsing import render_tool_call
+
+pytest.importorskip("transformers")
+from agentgym.integrations.offline import ScriptedLLM, char_tokenizer
+
+ENV_ID = "agentgym/Sokoban-Tiny-v0"
+MOVES = [render_tool_call("move", {"direction": d}) for d in ("up", "left", "down", "right")]
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return char_tokenizer()
+
+
+def test_mask_marks_exactly_the_sampled_tokens(tok):
+    llm = ScriptedLLM(tok, ["no tool call here", *MOVES])
+    ep = asyncio.run(run_token_episode(TextSession(ENV_ID), llm, tok, seed=5, max_turns=4))
+    assert len(ep.response_ids) == len(ep.response_mask) == len(ep.response_logprobs)
+    sampled = [t for t, m in zip(ep.response_ids, ep.response_mask) if m == 1]
+    env = [t for t, m in zip(ep.response_ids, ep.response_mask) if m == 0]
+    assert tok.decode(sampled).startswith("no tool call here")
+    assert "move" in tok.decode(sampled) and "<|im_start|>user" in tok.decode(env)
+    assert all(lp == 0.0 for lp, m in zip(ep.response_logprobs, ep.response_mask) if m == 0)
+    assert all(lp < 0 for lp, m in zip(ep.response_logprobs, ep.response_mask) if m == 1)
+    # the model saw exactly the prompt plus the response so far at every turn
+    assert llm.contexts[0] == len(ep.prompt_ids)
+    assert len(ep.turn_rewards) == llm.calls and ep.reward_score == pytest.approx(
+        sum(ep.turn_rewards)
+    )
+    assert ep.turn_rewards[0] < 0  # the invalid first turn was penalised
+
+
+def test_response_length_cuts_the_episode(tok):
+    llm = ScriptedLLM(tok, MOVES[:2])
+    ep = asyncio.run(run_token_episode(TextSession(ENV_ID), llm, tok, seed=3, response_length=100))
+    assert len(ep.response_ids) == 100 and ep.truncated_by_length
+
+
+def test_prompt_carries_the_tools(tok):
+    llm = ScriptedLLM(tok, MOVES)
+    ep = asyncio.run(run_token_episode(TextSession(ENV_ID), llm, tok, seed=3, max_turns=1))
+    assert '"name": "move"' in tok.decode(ep.prompt_ids)
