@@ -123,7 +123,7 @@ def test_killed_actor_fails_its_episode_not_the_run(ray_session):
 
 
 def test_env_that_kills_its_process_and_one_that_hangs(ray_session):
-    import ray_test_envs  # next to this file; sent to the workers by value
+    from tests.distributed import ray_test_envs  # sent to the workers by value
 
     ray_session.cloudpickle.register_pickle_by_value(ray_test_envs)
     make_misbehaving = ray_test_envs.make_misbehaving
