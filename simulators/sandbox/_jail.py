@@ -611,6 +611,8 @@ class Worker:
     def op_ping(self, req: dict) -> dict:
         return {"status": "ok", "pid": os.getpid(), "rss": _rss_bytes(),
                 "sessions": len(self.sessions), "layers": self.cfg["layers"],
+                "workdirs": len(os.listdir(self.work_root)),
+                "children": len([p for p in os.listdir("/proc") if p.isdigit()]),
                 "landlock_abi": self.landlock}  # fmt: skip
 
     def serve(self, rfd: int, wfd: int) -> None:

@@ -112,9 +112,17 @@ def _bwrap_command(site: list[str], root: bool) -> list[str]:
     if os.path.exists("/etc/ld.so.cache"):
         cmd += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
     mounted = ["/usr"]
+    made: set[str] = set()
     for path in [sys.base_prefix, *site]:
         if any(path == m or path.startswith(m + "/") for m in mounted):
             continue
+        # parents get mode 0755 inside the jail (on the host /root stays 0700)
+        parts = path.strip("/").split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            parent = "/" + "/".join(parts[:i])
+            if parent not in made:
+                cmd += ["--perms", "0755", "--dir", parent]
+                made.add(parent)
         cmd += ["--ro-bind", path, path]
         mounted.append(path)
     cmd += ["--ro-bind", _JAIL_SCRIPT, _IN_JAIL_SCRIPT]
