@@ -740,8 +740,12 @@ def _session_fork(ctl: socket.socket) -> socket.socket:
     ours, theirs = socket.socketpair()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    sync_r, sync_w = os.pipe()
     pid = os.fork()
     if pid == 0:
+        os.setsid()  # its own process group: closing the parent must not kill the copy
+        os.close(sync_r)
+        os.close(sync_w)  # tells the parent the copy is in its own group now
         ctl.close()
         theirs.close()
         os.close(out_r)
@@ -751,6 +755,10 @@ def _session_fork(ctl: socket.socket) -> socket.socket:
         os.close(out_w)
         os.close(err_w)
         return ours
+    os.close(sync_w)
+    while os.read(sync_r, 1):
+        pass
+    os.close(sync_r)
     payload = json.dumps({"pid": pid}).encode()
     socket.send_fds(ctl, [_HDR.pack(len(payload)) + payload], [theirs.fileno(), out_r, err_r])
     for fd in (out_r, out_w, err_r, err_w):

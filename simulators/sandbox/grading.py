@@ -22,6 +22,8 @@ from agentgym.simulators.sandbox.pool import ExecResult, SandboxPool
 class TestCase:
     """One call and its expected return value (plain JSON data)."""
 
+    __test__ = False  # not a pytest test class
+
     args: tuple[Any, ...]
     expected: Any
 

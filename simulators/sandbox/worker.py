@@ -15,6 +15,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -146,6 +147,7 @@ class JailedWorker:
         self.proc: subprocess.Popen[bytes] | None = None
         self.cgroup: WorkerCgroup | None = None
         self.pending_closes: list[str] = []
+        self._host_tmp: str | None = None
 
     # ---- life cycle ---------------------------------------------------------------------
 
@@ -180,6 +182,11 @@ class JailedWorker:
         mem = self.config.worker_memory if self.layers.get("cgroup_memory") else None
         pids = self.config.worker_pids if self.layers.get("cgroup_pids") else None
         self.cgroup = WorkerCgroup(f"{self.name}-g{self.generation}", memory=mem, pids=pids)
+        if not self.layers.get("namespaces"):
+            # no jail: give the work dirs a private host directory, removed on stop()
+            self._host_tmp = tempfile.mkdtemp(prefix="agentgym-sbx-")
+            os.chmod(self._host_tmp, 0o711)
+            cfg["work_root"] = self._host_tmp
         if self.layers.get("namespaces"):
             cmd = _bwrap_command(site, root)
             script = _IN_JAIL_SCRIPT
@@ -224,6 +231,9 @@ class JailedWorker:
         if self.cgroup is not None:
             self.cgroup.destroy()
             self.cgroup = None
+        if self._host_tmp is not None:
+            shutil.rmtree(self._host_tmp, ignore_errors=True)
+            self._host_tmp = None
 
     # ---- requests -----------------------------------------------------------------------
 

@@ -1,0 +1,95 @@
+"""The pool: batched and async runs, ordering, crash recovery, recycling, refusal to run bare."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import pytest
+
+from agentgym.simulators.sandbox import (
+    SandboxConfig,
+    SandboxPool,
+    SandboxUnavailableError,
+    layers,
+)
+from agentgym.simulators.sandbox.cgroups import live_cgroups
+
+pytestmark = [pytest.mark.sandbox]
+
+
+@pytest.mark.usefixtures("no_leaks")
+def test_run_many_keeps_input_order(pool: SandboxPool) -> None:
+    results = pool.run_many([f"print({i} * {i})" for i in range(20)])
+    assert [r.stdout for r in results] == [f"{i * i}\n" for i in range(20)]
+
+
+@pytest.mark.usefixtures("no_leaks")
+def test_async_api(pool: SandboxPool) -> None:
+    async def main() -> list[str]:
+        rs = await asyncio.gather(*(pool.arun(f"print('a{i}')") for i in range(6)))
+        return [r.stdout for r in rs]
+
+    assert asyncio.run(main()) == [f"a{i}\n" for i in range(6)]
+
+
+@pytest.mark.usefixtures("no_leaks")
+def test_files_are_placed_in_the_work_dir(pool: SandboxPool) -> None:
+    r = pool.run("print(open('data.txt').read())", files={"../../data.txt": "hello"})
+    assert r.stdout == "hello\n"
+
+
+def test_crashed_worker_is_restarted() -> None:
+    with SandboxPool(workers=1) as p:
+        w = p.workers[0]
+        assert w.proc is not None
+        w.proc.send_signal(signal.SIGKILL)
+        w.proc.wait()
+        r = p.run("print('back')")
+        assert r.status in ("ok", "crashed")
+        assert p.run("print('back')").stdout == "back\n"
+        assert w.generation == 2
+    assert not [c for c in live_cgroups() if w.name in c]
+
+
+def test_worker_is_recycled_after_n_runs() -> None:
+    with SandboxPool(workers=1, config=SandboxConfig(recycle_after=3)) as p:
+        w = p.workers[0]
+        for _ in range(4):
+            assert p.run("pass").ok
+        assert w.generation == 2
+
+
+def test_backpressure_bounds_pending_jobs() -> None:
+    with SandboxPool(workers=1, max_pending=2) as p:
+        futures = [p.submit("import time; time.sleep(0.05)") for _ in range(5)]
+        assert all(f.result().ok for f in futures)
+
+
+def test_refuses_to_run_without_isolation(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = dict(layers.detect_layers())
+    fake["namespaces"] = layers.Layer("namespaces", False, "bubblewrap is not installed")
+    monkeypatch.setattr(layers, "detect_layers", lambda: fake)
+    with pytest.raises(SandboxUnavailableError, match="allow_unisolated"):
+        SandboxPool(workers=1)
+
+
+def test_unisolated_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With namespaces missing and explicit consent, runs still get uid/seccomp/Landlock."""
+    fake = dict(layers.detect_layers())
+    fake["namespaces"] = layers.Layer("namespaces", False, "pretend bwrap is missing")
+    monkeypatch.setattr(layers, "detect_layers", lambda: fake)
+    with SandboxPool(workers=1, config=SandboxConfig(allow_unisolated=True)) as p:
+        r = p.run("import os\nprint(os.getuid() != 0, os.path.exists('/work'))")
+        assert r.stdout == "True True\n"
+        r = p.run("import socket\nsocket.socket()")
+        assert r.status == "error" and "PermissionError" in r.stderr
+
+
+def test_layers_are_reported() -> None:
+    found = layers.detect_layers()
+    assert set(found) == set(layers.LAYER_DOCS)
+    assert found["rlimits"].active
+    if os.geteuid() == 0:
+        assert found["uid"].active
