@@ -288,6 +288,9 @@ class Worker:
         """SIGKILL every process of ``uid`` (kill(-1) from a helper running as that uid)."""
         if not self.set_uid:
             return
+        _reap()
+        if not _procs_of(uid):  # nothing left, and only a live process could make more
+            return
         for _ in range(10):
             pid = os.fork()
             if pid == 0:
