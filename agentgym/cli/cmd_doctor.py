@@ -58,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
               "pyseccomp) or pass allow_unisolated=True at your own risk.")  # fmt: skip
         return 1
     inactive = [n for n, lay in layers.items() if not lay.active]
-    print("The sandbox can isolate code here"
-          + (f" (without: {', '.join(inactive)})." if inactive else " with every layer."))
+    print(
+        "The sandbox can isolate code here"
+        + (f" (without: {', '.join(inactive)})." if inactive else " with every layer.")
+    )
     return 0

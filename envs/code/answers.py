@@ -54,16 +54,27 @@ def _sympy_value(s: str):  # type: ignore[no-untyped-def]
     try:
         expr = parse_expr(
             s,
-            local_dict={"sqrt": sympy.sqrt, "pi": sympy.pi, "E": sympy.E, "e": sympy.E,
-                        "I": sympy.I},  # fmt: skip
-            global_dict={"Integer": sympy.Integer, "Float": sympy.Float,
-                         "Rational": sympy.Rational, "Symbol": sympy.Symbol,
-                         "Mul": sympy.Mul, "Add": sympy.Add, "Pow": sympy.Pow,
-                         "__builtins__": {}},  # fmt: skip
+            local_dict={
+                "sqrt": sympy.sqrt,
+                "pi": sympy.pi,
+                "E": sympy.E,
+                "e": sympy.E,
+                "I": sympy.I,
+            },
+            global_dict={
+                "Integer": sympy.Integer,
+                "Float": sympy.Float,
+                "Rational": sympy.Rational,
+                "Symbol": sympy.Symbol,
+                "Mul": sympy.Mul,
+                "Add": sympy.Add,
+                "Pow": sympy.Pow,
+                "__builtins__": {},
+            },
             transformations=standard_transformations,
             evaluate=False,
         )
-    except Exception:  # noqa: BLE001 - any parse failure is "not an answer"
+    except Exception:
         return None
     for node in sympy.preorder_traversal(expr):
         if isinstance(node, sympy.Pow):
@@ -99,5 +110,5 @@ def answers_match(expected: str, given: str, rel_tol: float = 1e-6) -> bool:
             return True
         ne, ng = complex(ve.evalf(30)), complex(vg.evalf(30))
         return abs(ne - ng) <= max(1e-9, rel_tol * abs(ne))
-    except Exception:  # noqa: BLE001
+    except Exception:
         return False

@@ -41,12 +41,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from agentgym.simulators.sandbox import SandboxPool
-
-from agentgym.core import ResetOutcome, StepOutcome
 from agentgym.envs.code.answers import answers_match
 from agentgym.envs.code.base import PYTHON_TOOL, SessionEnv, describe
 from agentgym.envs.code.math_tasks import MathProblem, make_problem
+from agentgym.simulators.sandbox import SandboxPool
+
+from agentgym.core import ResetOutcome, StepOutcome
 from agentgym.error import InvalidConfigError
 from agentgym.parsing import ParsedAction, Tool, render_answer, render_tool_call
 from agentgym.tasks import SeededTaskSet
@@ -85,7 +85,7 @@ class _LevelTaskSet(SeededTaskSet):
             return False
         level, seed = parsed
         return (
-            self.start <= seed < self.start + self.count
+            self.start <= seed < self.start + self.count  # type: ignore[operator]
             and self.levels[seed % len(self.levels)] == level
         )
 
@@ -126,7 +126,9 @@ class CodeMathEnv(SessionEnv):
         render_mode: str | None = None,
     ):
         if not levels or any(lv not in (1, 2, 3) for lv in levels):
-            raise InvalidConfigError(f"levels must be a non-empty subset of (1, 2, 3), got {levels!r}.")
+            raise InvalidConfigError(
+                f"levels must be a non-empty subset of (1, 2, 3), got {levels!r}."
+            )
         super().__init__(
             pool=pool,
             cell_timeout=cell_timeout,
@@ -164,7 +166,9 @@ class CodeMathEnv(SessionEnv):
             f"{self._problem.question}\n"
             "Use the python tool if it helps, then reply with <answer>...</answer>."
         )
-        return ResetOutcome(text=text, instruction=self._problem.question, system_prompt=SYSTEM_PROMPT)
+        return ResetOutcome(
+            text=text, instruction=self._problem.question, system_prompt=SYSTEM_PROMPT
+        )
 
     def _step(self, action: ParsedAction) -> StepOutcome:
         assert self._problem is not None
@@ -196,13 +200,10 @@ class CodeMathEnv(SessionEnv):
                 success=correct,
             )
         if not calls and action.valid:
-            problem = (
-                "expected a python tool call or an <answer>. Example: "
-                + render_tool_call("python", {"code": "print(1 + 1)"})
+            problem = "expected a python tool call or an <answer>. Example: " + render_tool_call(
+                "python", {"code": "print(1 + 1)"}
             )
-            return StepOutcome(
-                text="Invalid action: " + problem, action_valid=False, error=problem
-            )
+            return StepOutcome(text="Invalid action: " + problem, action_valid=False, error=problem)
         return StepOutcome(text="\n".join(parts), components=comps)
 
     def state_key(self) -> str:

@@ -46,10 +46,10 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from agentgym.envs.code.base import PYTHON_TOOL, SessionEnv, describe
 from agentgym.simulators.sandbox import SandboxPool, values_equal
 
 from agentgym.core import ResetOutcome, StepOutcome
-from agentgym.envs.code.base import PYTHON_TOOL, SessionEnv, describe
 from agentgym.parsing import ParsedAction, Tool, render_tool_call
 
 TASKS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tasks.jsonl")

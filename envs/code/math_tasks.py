@@ -38,7 +38,7 @@ def _frac(x: Fraction) -> str:
 
 def _arithmetic(rng: np.random.Generator, level: int) -> MathProblem:
     n = 2 + level
-    hi = 10 ** level
+    hi = 10**level
     raw = [(int(rng.integers(1, hi)), int(rng.integers(2, 3 + 4 * level))) for _ in range(n)]
     terms = [Fraction(a, b) for a, b in raw]
     ops = [str(rng.choice(["+", "-", "*"])) for _ in range(n - 1)]
@@ -123,9 +123,15 @@ def _combinatorics(rng: np.random.Generator, level: int) -> MathProblem:
 def _number_theory(rng: np.random.Generator, level: int) -> MathProblem:
     kind = int(rng.integers(3))
     if kind == 0:
-        a, b, m = int(rng.integers(2, 50)), int(rng.integers(10, 10 ** (2 + level))), int(rng.integers(7, 1000))
+        a, b, m = (
+            int(rng.integers(2, 50)),
+            int(rng.integers(10, 10 ** (2 + level))),
+            int(rng.integers(7, 1000)),
+        )
         q = f"What is the remainder when {a}**{b} is divided by {m}?"
-        return MathProblem("number_theory", level, q, str(pow(a, b, m)), f"print(pow({a}, {b}, {m}))")
+        return MathProblem(
+            "number_theory", level, q, str(pow(a, b, m)), f"print(pow({a}, {b}, {m}))"
+        )
     if kind == 1:
         n = int(rng.integers(50, 10 ** (2 + level)))
         sieve = np.ones(n + 1, dtype=bool)
@@ -158,7 +164,7 @@ def _series(rng: np.random.Generator, level: int) -> MathProblem:
         a, r_num, r_den = int(rng.integers(1, 10)), int(rng.integers(1, 4)), int(rng.integers(2, 6))
         n = int(rng.integers(3, 4 + 3 * level))
         r = Fraction(r_num, r_den)
-        total = sum(a * r**k for k in range(n))
+        total = sum((a * r**k for k in range(n)), Fraction(0))
         q = (
             f"A geometric sequence starts at {a} with ratio {r_num}/{r_den}. "
             f"What is the exact sum of its first {n} terms?"

@@ -35,6 +35,7 @@ import struct
 import sys
 import time
 import traceback
+from typing import Any
 
 # --------------------------------------------------------------------------------------------
 # framing (host <-> worker, worker <-> session): 4-byte big-endian length + UTF-8 JSON
@@ -156,7 +157,7 @@ def install_seccomp(libseccomp: str | None = None) -> None:
 
     f = sc.SyscallFilter(sc.ALLOW)
     for name in DENIED_SYSCALLS:
-        try:
+        try:  # noqa: SIM105
             f.add_rule(sc.ERRNO(errno.EPERM), name)
         except Exception:
             pass  # syscall unknown on this arch
@@ -219,7 +220,7 @@ class Worker:
             (resource.RLIMIT_MSGQUEUE, 0),
         ]
         for what, value in rl:
-            try:
+            try:  # noqa: SIM105
                 resource.setrlimit(what, (value, value))
             except (ValueError, OSError):
                 pass
@@ -256,20 +257,28 @@ class Worker:
                 top = max(keep) + 1
                 for fd in _open_fds():
                     if fd not in keep:
-                        try:
+                        try:  # noqa: SIM105
                             os.close(fd)
                         except OSError:
                             pass
                 del top
-                sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), "utf-8",
-                                              errors="backslashreplace", line_buffering=False)
-                sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), "utf-8",
-                                              errors="backslashreplace", line_buffering=True)
+                sys.stdout = io.TextIOWrapper(
+                    io.FileIO(1, "w", closefd=False),
+                    "utf-8",
+                    errors="backslashreplace",
+                    line_buffering=False,
+                )
+                sys.stderr = io.TextIOWrapper(
+                    io.FileIO(2, "w", closefd=False),
+                    "utf-8",
+                    errors="backslashreplace",
+                    line_buffering=True,
+                )
                 sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), "utf-8")
                 self._confine(uid, workdir, limits)
                 code = body()
             except BaseException:
-                try:
+                try:  # noqa: SIM105
                     traceback.print_exc()
                 except BaseException:
                     pass
@@ -309,14 +318,27 @@ class Worker:
 
     # ---- one-shot executions and grading ------------------------------------------------
 
-    def _collect(self, pid: int, fds: dict[str, int], deadline: float, cap: int,
-                 result_fd: int | None = None, ctl=None, ctl_done=None) -> dict:
+    def _collect(
+        self,
+        pid: int,
+        fds: dict[str, int],
+        deadline: float,
+        cap: int,
+        result_fd: int | None = None,
+        ctl=None,
+        ctl_done=None,
+    ) -> dict:
         """Drain output pipes until ``pid`` exits (or ``ctl_done`` says so) or the deadline."""
         try:
             pidfd = os.pidfd_open(pid) if pid else None
         except OSError:
-            return {"status": "dead", "reply": None, "result_bytes": b"",
-                    **{n: "" for n in fds}, **{n + "_truncated": 0 for n in fds}}
+            return {
+                "status": "dead",
+                "reply": None,
+                "result_bytes": b"",
+                **{n: "" for n in fds},
+                **{n + "_truncated": 0 for n in fds},
+            }
         bufs = {name: bytearray() for name in fds}
         dropped = {name: 0 for name in fds}
         res_buf = bytearray()
@@ -400,11 +422,11 @@ class Worker:
                 except OSError:
                     pass
         finally:
-            for fd in list(sel.get_map()):
-                sel.unregister(fd)
+            for registered in list(sel.get_map()):
+                sel.unregister(registered)
             if pidfd is not None:
                 os.close(pidfd)
-        out = {}
+        out: dict[str, Any] = {}
         for name in fds:
             text = bytes(bufs[name]).decode("utf-8", errors="replace")
             out[name] = text
@@ -442,8 +464,13 @@ class Worker:
         if res_w is not None:
             os.close(res_w)
         try:
-            got = self._collect(pid, {"stdout": out_r, "stderr": err_r}, start + timeout,
-                                int(limits.get("output", 64 << 10)), res_r)
+            got = self._collect(
+                pid,
+                {"stdout": out_r, "stderr": err_r},
+                start + timeout,
+                int(limits.get("output", 64 << 10)),
+                res_r,
+            )
             status = got["status"]
             if status is not None:
                 _kill(pid)
@@ -593,13 +620,13 @@ class Worker:
         if sid is None:
             return
         del self.sessions[sid]
-        try:
+        try:  # noqa: SIM105
             os.killpg(s["pid"], signal.SIGKILL)
         except OSError:
             pass
         _kill(s["pid"])
         for key in ("out", "err"):
-            try:
+            try:  # noqa: SIM105
                 os.close(s[key])
             except OSError:
                 pass
@@ -661,7 +688,7 @@ def _run_main(code: str, grade: dict | None) -> int:
                 raise NameError(f"function {grade['fn']!r} is not defined")
             value = fn(*args)
             line = json.dumps({"i": i, "ok": True, "value": _plain(value)}, allow_nan=True)
-        except BaseException as e:  # noqa: BLE001 - report, do not crash the grader
+        except BaseException as e:
             line = json.dumps({"i": i, "ok": False, "error": f"{type(e).__name__}: {e}"[:500]})
         out.write(line + "\n")
     out.flush()
@@ -685,7 +712,9 @@ def _plain(value, depth: int = 0):
     if type(value) in (list, tuple):
         return [_plain(v, depth + 1) for v in value]
     if type(value) is dict:
-        return {"__dict__": [[_plain(k, depth + 1), _plain(v, depth + 1)] for k, v in value.items()]}
+        return {
+            "__dict__": [[_plain(k, depth + 1), _plain(v, depth + 1)] for k, v in value.items()]
+        }
     if type(value) in (set, frozenset):
         return {"__set__": sorted((_plain(v, depth + 1) for v in value), key=repr)}
     raise TypeError(f"return value of type {type(value).__name__} is not plain data")
@@ -778,7 +807,9 @@ def _run_cell(code: str, g: dict) -> None:
     tree = ast.parse(code, "<cell>", "exec")
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
+        tail = tree.body.pop()
+        assert isinstance(tail, ast.Expr)
+        last = ast.Expression(tail.value)
     exec(compile(tree, "<cell>", "exec"), g)
     if last is not None:
         value = eval(compile(last, "<cell>", "eval"), g)
@@ -817,7 +848,7 @@ def _open_fds() -> list[int]:
 
 
 def _kill(pid: int) -> None:
-    try:
+    try:  # noqa: SIM105
         os.kill(pid, signal.SIGKILL)
     except OSError:
         pass
@@ -893,7 +924,7 @@ def main() -> None:
         if path not in sys.path:
             sys.path.append(path)
     for mod in cfg.get("preload", []):
-        try:
+        try:  # noqa: SIM105
             __import__(mod)
         except Exception:
             pass

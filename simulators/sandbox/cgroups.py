@@ -60,7 +60,7 @@ class WorkerCgroup:
         deadline = time.monotonic() + timeout
         while self.pids() and time.monotonic() < deadline:
             for pid in self.pids():
-                try:
+                try:  # noqa: SIM105
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
                     pass

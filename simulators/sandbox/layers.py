@@ -55,7 +55,7 @@ def _bwrap_works(bwrap: str) -> tuple[bool, str]:
     if os.geteuid() != 0:
         cmd.append("--unshare-user")
     try:
-        proc = subprocess.run(cmd + ["true"], capture_output=True, timeout=10)
+        proc = subprocess.run(cmd + ["true"], capture_output=True, timeout=10)  # noqa: RUF005
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"{bwrap} failed to start: {exc}"
     if proc.returncode != 0:
@@ -118,7 +118,7 @@ def detect_layers() -> dict[str, Layer]:
         import pyseccomp  # noqa: F401
 
         layers["seccomp"] = Layer("seccomp", lib is not None, f"pyseccomp over {lib}")
-    except Exception as exc:  # noqa: BLE001 - any import failure means "not available"
+    except Exception as exc:
         layers["seccomp"] = Layer(
             "seccomp", False, f"pyseccomp unusable ({exc}); pip install pyseccomp"
         )

@@ -227,7 +227,7 @@ class SandboxPool:
                     worker.runs += 1
                     self._maybe_recycle(worker)
                 fut.set_result(reply)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            except BaseException as exc:
                 fut.set_exception(exc)
 
     def _maybe_recycle(self, worker: JailedWorker) -> None:

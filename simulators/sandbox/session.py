@@ -142,7 +142,7 @@ class Session:
             self._finalizer.detach()
             self._finalizer = None
         if sid is not None and self.worker.generation == self._generation:
-            try:
+            try:  # noqa: SIM105
                 self.worker.call({"op": "session_close", "sid": sid}, 10.0)
             except WorkerCrashedError:
                 pass

@@ -21,8 +21,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agentgym.error import AgentGymError
 from agentgym.simulators.sandbox.cgroups import WorkerCgroup
+
+from agentgym.error import AgentGymError
 
 _HDR = struct.Struct(">I")
 _JAIL_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_jail.py")
@@ -74,7 +75,7 @@ def _site_dirs(preload: tuple[str, ...]) -> list[str]:
     for mod in (*preload, "pyseccomp"):
         try:
             module = __import__(mod)
-        except Exception:  # noqa: BLE001
+        except Exception:
             continue
         path = os.path.abspath(getattr(module, "__file__", "") or "")
         if not path:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from agentgym.simulators.sandbox import SandboxPool, SandboxUnavailableError, default_pool
 
 

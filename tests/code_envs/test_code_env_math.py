@@ -6,10 +6,10 @@ import contextlib
 import io
 
 import pytest
-
 from agentgym.envs.code.answers import answers_match
 from agentgym.envs.code.codemath import CodeMathEnv
 from agentgym.envs.code.math_tasks import TOPICS, make_problem
+
 from agentgym.parsing import render_answer, render_tool_call
 
 pytestmark = [pytest.mark.sandbox]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from agentgym.envs.code.codetests import CodeTestsEnv, load_tasks
+
 from agentgym.parsing import render_tool_call
 
 pytestmark = [pytest.mark.sandbox]
@@ -68,7 +68,7 @@ def test_public_tests_report(env: CodeTestsEnv) -> None:
 
 def test_partial_submission_gets_fraction(env: CodeTestsEnv) -> None:
     code = "def sum_powers(nums):\n    return sum(x * x for x in nums) if len(nums) % 2 else -1"
-    _, r, term, _, info = env.step(call("submit", code))
+    _, r, term, _, info = env.step(call("submit", code))  # noqa: RUF059
     frac = info["hidden_passed"] / info["hidden_total"]
     assert term and 0 < frac < 1 and info["success"] is False
     assert info["reward_components"]["outcome"] == pytest.approx(frac)

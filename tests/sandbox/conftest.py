@@ -6,7 +6,6 @@ import os
 from collections.abc import Iterator
 
 import pytest
-
 from agentgym.simulators.sandbox import SandboxPool, SandboxUnavailableError, default_pool
 from agentgym.simulators.sandbox.cgroups import live_cgroups
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from agentgym.simulators.sandbox import layers
 
 from agentgym.cli import main
-from agentgym.simulators.sandbox import layers
 
 pytestmark = [pytest.mark.sandbox]
 

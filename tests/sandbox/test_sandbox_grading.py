@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from agentgym.simulators.sandbox import SandboxPool, TestCase, grade, values_equal
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("no_leaks")]
@@ -14,15 +13,15 @@ HONEST = "def add(a, b):\n    return a + b\n"
 HACKS = {
     "exit_before_tests": "import sys\nsys.exit(0)\n",
     "os_exit": "import os\nos._exit(0)\n",
-    "print_passed": "print('PASSED ' * 3)\nprint('{\"i\": 0, \"ok\": true, \"value\": 5}')\ndef add(a, b):\n    return -7\n",
+    "print_passed": 'print(\'PASSED \' * 3)\nprint(\'{"i": 0, "ok": true, "value": 5}\')\ndef add(a, b):\n    return -7\n',
     "always_equal": "class Any:\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return Any()\n",
     "int_subclass_eq": "class I(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\ndef add(a, b):\n    return I(12345)\n",
     "patch_unittest_and_assert": "import unittest, builtins\nunittest.TestCase.assertEqual = lambda *a, **k: None\nbuiltins.AssertionError = Exception\ndef add(a, b):\n    return -1\n",
     "kill_runner": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
     "kill_parent": "import os\ntry:\n    os.kill(os.getppid(), 9)\nexcept OSError:\n    pass\ndef add(a, b):\n    return None\n",
-    "forge_result_pipe": "import os\nos.write(3, b'{\"i\": 0, \"ok\": true, \"value\": 0}\\n')\ndef add(a, b):\n    return 0\n",
+    "forge_result_pipe": 'import os\nos.write(3, b\'{"i": 0, "ok": true, "value": 0}\\n\')\ndef add(a, b):\n    return 0\n',
     "close_result_pipe": "import os\nos.close(3)\ndef add(a, b):\n    return a + b\n",
-    "patch_json_in_runner": "import json\njson.dumps = lambda *a, **k: '{\"i\": 0, \"ok\": true, \"value\": 5}'\ndef add(a, b):\n    return 0\n",
+    "patch_json_in_runner": 'import json\njson.dumps = lambda *a, **k: \'{"i": 0, "ok": true, "value": 5}\'\ndef add(a, b):\n    return 0\n',
     "infinite_loop_in_fn": "def add(a, b):\n    while True:\n        pass\n",
 }
 

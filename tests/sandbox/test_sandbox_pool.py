@@ -7,7 +7,6 @@ import os
 import signal
 
 import pytest
-
 from agentgym.simulators.sandbox import (
     SandboxConfig,
     SandboxPool,

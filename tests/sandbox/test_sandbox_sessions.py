@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from agentgym.simulators.sandbox import SandboxPool
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("no_leaks")]

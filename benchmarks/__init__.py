@@ -1,0 +1,1 @@
+"""The benchmark harness: each ``bench_<name>.py`` measures real code against a baseline."""
