@@ -206,6 +206,11 @@ class Worker:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
+        try:  # under the worker's memory cgroup, the OOM killer picks runs, not the zygote
+            with open("/proc/self/oom_score_adj", "w") as fh:
+                fh.write("1000")
+        except OSError:
+            pass
         mem = int(limits.get("memory", 512 << 20))
         as_limit = _vm_bytes() + mem
         cpu = max(1, int(limits.get("cpu_seconds", 10)))
@@ -300,7 +305,9 @@ class Worker:
         _reap()
         if not _procs_of(uid):  # nothing left, and only a live process could make more
             return
-        for _ in range(10):
+        deadline = time.monotonic() + 5.0
+        delay = 0.0005
+        while True:
             pid = os.fork()
             if pid == 0:
                 try:
@@ -312,9 +319,10 @@ class Worker:
                 os._exit(0)
             _waitpid(pid)
             _reap()
-            if not _procs_of(uid):
+            if not _procs_of(uid) or time.monotonic() > deadline:
                 return
-            time.sleep(0.001)
+            time.sleep(delay)  # killed processes may take a moment to free big memory
+            delay = min(delay * 2, 0.05)
 
     # ---- one-shot executions and grading ------------------------------------------------
 

@@ -98,6 +98,7 @@ class SandboxPool:
         *,
         max_pending: int = 1024,
     ):
+        self._pid = os.getpid()
         self.config = config or SandboxConfig()
         self.layers = check_isolation(self.config.allow_unisolated)
         n = workers or os.cpu_count() or 1
@@ -252,6 +253,8 @@ class SandboxPool:
             if self._closed:
                 return
             self._closed = True
+        if os.getpid() != self._pid:  # inherited through fork(): the workers are not ours
+            return
         for _ in self._threads:
             self._queue.put(None)
         for t in self._threads:
@@ -277,7 +280,7 @@ def default_pool() -> SandboxPool:
     """The process-wide pool envs share (started on first use, closed at exit)."""
     global _default
     with _default_lock:
-        if _default is None or _default._closed:
+        if _default is None or _default._closed or _default._pid != os.getpid():
             _default = SandboxPool()
         return _default
 

@@ -45,6 +45,7 @@ def host_state(pool: SandboxPool) -> dict[str, object]:
         "cgroups": live_cgroups(),
         "tmp": sorted(n for n in os.listdir("/tmp") if "sbx" in n or "agentgym" in n),
         "worker_pids": [len(w.cgroup.pids()) if w.cgroup else 0 for w in pool.workers],
+        "worker_generations": [w.generation for w in pool.workers],
     }
 
 

@@ -101,6 +101,13 @@ CASES = [
         "import mmap\nm = mmap.mmap(-1, 16 << 30)\n",
         lambda r: r.status == "error",
     ),
+    Case(
+        "memory_bomb_many_processes",
+        "import os, time\nfor _ in range(8):\n    if os.fork() == 0:\n        x = b'x' * (400 << 20)\n"
+        "        time.sleep(30)\n        os._exit(0)\ntime.sleep(30)\n",
+        contained,
+        4.0,
+    ),
     Case("huge_int", "x = 10 ** 10 ** 9\n", contained, 1.0),
     # ---- time
     Case("busy_loop", "while True:\n    pass\n", lambda r: r.status == "timeout", 0.5),
