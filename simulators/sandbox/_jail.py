@@ -482,6 +482,10 @@ class Worker:
             status = got["status"]
             if status is not None:
                 _kill(pid)
+            try:  # the run's process group (it is the leader; its zombie holds the id)  # noqa: SIM105
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
             wstatus = _waitpid(pid)
             self._kill_uid(uid)
         finally:
