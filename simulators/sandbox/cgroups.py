@@ -79,11 +79,17 @@ class WorkerCgroup:
         self.paths = [p for p in self.paths if os.path.isdir(p)]
 
 
-def live_cgroups() -> list[str]:
-    """Sandbox cgroup directories that exist now (for leak checks)."""
+def live_cgroups(owner_pid: int | None = None) -> list[str]:
+    """Sandbox cgroup directories that exist now (for leak checks), optionally only those of
+    the workers started by process ``owner_pid``."""
     out = []
+    prefix = f"w{owner_pid}-" if owner_pid is not None else ""
     for controller in ("memory", "pids"):
         parent = os.path.join(CGROUP_ROOT, controller, PARENT)
         if os.path.isdir(parent):
-            out += [os.path.join(parent, d) for d in os.listdir(parent)]
+            out += [
+                os.path.join(parent, d)
+                for d in os.listdir(parent)
+                if d.startswith(prefix) and os.path.isdir(os.path.join(parent, d))
+            ]
     return sorted(out)

@@ -127,6 +127,8 @@ def _bwrap_command(site: list[str], root: bool) -> list[str]:
                 made.add(parent)
         cmd += ["--ro-bind", path, path]
         mounted.append(path)
+        if os.path.isdir(os.path.join(path, "agentgym")):  # never the task data / tests
+            cmd += ["--tmpfs", os.path.join(path, "agentgym")]
     cmd += ["--ro-bind", _JAIL_SCRIPT, _IN_JAIL_SCRIPT]
     cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp"]
     cmd += ["--remount-ro", "/"]
@@ -185,7 +187,7 @@ class JailedWorker:
         self.cgroup = WorkerCgroup(f"{self.name}-g{self.generation}", memory=mem, pids=pids)
         if not self.layers.get("namespaces"):
             # no jail: give the work dirs a private host directory, removed on stop()
-            self._host_tmp = tempfile.mkdtemp(prefix="agentgym-sbx-")
+            self._host_tmp = tempfile.mkdtemp(prefix=f"agentgym-sbx-{os.getpid()}-")
             os.chmod(self._host_tmp, 0o711)
             cfg["work_root"] = self._host_tmp
         if self.layers.get("namespaces"):

@@ -42,8 +42,10 @@ def host_state(pool: SandboxPool) -> dict[str, object]:
     return {
         "fds": len(os.listdir("/proc/self/fd")),
         "mounts": mounts,
-        "cgroups": live_cgroups(),
-        "tmp": sorted(n for n in os.listdir("/tmp") if "sbx" in n or "agentgym" in n),
+        "cgroups": live_cgroups(os.getpid()),
+        "tmp": sorted(
+            n for n in os.listdir("/tmp") if n.startswith(f"agentgym-sbx-{os.getpid()}-")
+        ),
         "worker_pids": [len(w.cgroup.pids()) if w.cgroup else 0 for w in pool.workers],
         "worker_generations": [w.generation for w in pool.workers],
     }

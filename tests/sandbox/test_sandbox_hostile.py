@@ -183,8 +183,13 @@ CASES = [
     ),
     Case(
         "hidden_tests_not_in_jail",
-        "import os\nhits = []\nfor root, dirs, files in os.walk('/'):\n    dirs[:] = [d for d in dirs if root != '/' or d not in ('proc', 'sys', 'dev')]\n    hits += [f for f in files if f.endswith('.jsonl') or f == 'sokoban.py']\nprint('FOUND', hits)\n",
+        "import os\nhits = []\nfor root, dirs, files in os.walk('/'):\n"
+        "    dirs[:] = [d for d in dirs if root != '/' or d not in ('proc', 'sys', 'dev', 'usr')]\n"
+        "    hits += [f for f in files if f.endswith('.jsonl') or f == 'sokoban.py']\n"
+        "try:\n    import agentgym\n    hits.append('agentgym importable')\n"
+        "except ImportError:\n    pass\nprint('FOUND', hits)\n",
         lambda r: r.status == "ok" and r.stdout.strip() == "FOUND []",
+        10.0,
     ),
     Case(
         "host_worktree_absent",

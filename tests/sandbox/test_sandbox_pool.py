@@ -49,7 +49,7 @@ def test_crashed_worker_is_restarted() -> None:
         assert r.status in ("ok", "crashed")
         assert p.run("print('back')").stdout == "back\n"
         assert w.generation == 2
-    assert not [c for c in live_cgroups() if w.name in c]
+    assert not [c for c in live_cgroups(os.getpid()) if w.name in c]
 
 
 def test_worker_is_recycled_after_n_runs() -> None:
