@@ -79,6 +79,22 @@ class WorkerCgroup:
         self.paths = [p for p in self.paths if os.path.isdir(p)]
 
 
+def sweep_stale() -> None:
+    """Remove empty cgroups left by sandbox owners that died without cleaning up."""
+    for path in live_cgroups():
+        name = os.path.basename(path)
+        try:
+            owner = int(name[1:].split("-", 1)[0])
+        except ValueError:
+            continue
+        if os.path.exists(f"/proc/{owner}"):
+            continue
+        try:  # noqa: SIM105
+            os.rmdir(path)  # fails (EBUSY) if anything still runs inside: left alone
+        except OSError:
+            pass
+
+
 def live_cgroups(owner_pid: int | None = None) -> list[str]:
     """Sandbox cgroup directories that exist now (for leak checks), optionally only those of
     the workers started by process ``owner_pid``."""

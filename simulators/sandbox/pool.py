@@ -26,6 +26,7 @@ from concurrent.futures import Future
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from agentgym.simulators.sandbox.cgroups import sweep_stale
 from agentgym.simulators.sandbox.layers import check_isolation
 from agentgym.simulators.sandbox.worker import (
     JailedWorker,
@@ -101,6 +102,8 @@ class SandboxPool:
         self._pid = os.getpid()
         self.config = config or SandboxConfig()
         self.layers = check_isolation(self.config.allow_unisolated)
+        if self.layers.get("cgroup_memory") or self.layers.get("cgroup_pids"):
+            sweep_stale()
         n = workers or os.cpu_count() or 1
         self._workers = [JailedWorker(self.config, self.layers) for _ in range(n)]
         self._queue: queue.Queue[tuple[dict[str, Any], Future[dict[str, Any]], float] | None]
@@ -108,9 +111,7 @@ class SandboxPool:
         self._slots = threading.BoundedSemaphore(max_pending)
         self._closed = False
         self._close_lock = threading.Lock()
-        for w in self._workers:
-            with w.lock:
-                w.start()
+        self._start_all()
         self._threads = [
             threading.Thread(target=self._serve, args=(w,), daemon=True, name=f"sandbox-{w.name}")
             for w in self._workers
@@ -118,6 +119,28 @@ class SandboxPool:
         for t in self._threads:
             t.start()
         _live_pools.add(self)
+
+    def _start_all(self) -> None:
+        """Start every worker at once (each spends most of its start importing numpy/sympy)."""
+        errors: list[BaseException] = []
+
+        def start(w: JailedWorker) -> None:
+            try:
+                with w.lock:
+                    w.start()
+            except BaseException as exc:
+                errors.append(exc)
+
+        starters = [threading.Thread(target=start, args=(w,)) for w in self._workers]
+        for t in starters:
+            t.start()
+        for t in starters:
+            t.join()
+        if errors:
+            for w in self._workers:
+                with w.lock:
+                    w.stop()
+            raise errors[0]
 
     # ---- one-shot runs ------------------------------------------------------------------
 

@@ -95,7 +95,9 @@ def _interpreter() -> str:
 
 
 def _bwrap_command(site: list[str], root: bool) -> list[str]:
-    cmd = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--clearenv"]
+    # No --die-with-parent: its parent-death signal fires when the *thread* that started the
+    # worker exits. The worker exits on its own when our end of its stdin pipe closes.
+    cmd = [shutil.which("bwrap") or "bwrap", "--new-session", "--clearenv"]
     cmd += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
     cmd += ["--unshare-cgroup-try"]
     if root:
