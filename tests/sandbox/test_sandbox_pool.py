@@ -92,3 +92,39 @@ def test_layers_are_reported() -> None:
     assert found["rlimits"].active
     if os.geteuid() == 0:
         assert found["uid"].active
+
+
+def test_workers_exit_when_their_owner_dies(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A host process killed without cleanup leaves no running worker behind."""
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "owner.py"
+    script.write_text(
+        "import os\n"
+        "from agentgym.simulators.sandbox import SandboxPool\n"
+        "p = SandboxPool(workers=1)\n"
+        "s = p.session()\n"
+        "s.run('x = 1')\n"
+        "print(p.workers[0].cgroup.paths[-1], flush=True)\n"
+        "os._exit(0)\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    cgroup = out.stdout.strip().splitlines()[-1]
+    procs = os.path.join(cgroup, "cgroup.procs")
+    for _ in range(200):  # poll (up to ~20 s) until the orphaned worker has exited
+        with open(procs) as fh:
+            if not fh.read().split():
+                break
+        time.sleep(0.1)
+    with open(procs) as fh:
+        assert fh.read().split() == []
+    os.rmdir(cgroup)
+    other = (
+        cgroup.replace("/pids/", "/memory/")
+        if "/pids/" in cgroup
+        else cgroup.replace("/memory/", "/pids/")
+    )
+    if os.path.isdir(other):
+        os.rmdir(other)
