@@ -38,8 +38,8 @@ Version History
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar, overload
 
 from agentgym.envs.code.answers import answers_match
 from agentgym.envs.code.base import PYTHON_TOOL, SessionEnv, describe
@@ -49,7 +49,6 @@ from agentgym.simulators.sandbox import SandboxPool
 from agentgym.core import ResetOutcome, StepOutcome
 from agentgym.error import InvalidConfigError
 from agentgym.parsing import ParsedAction, Tool, render_answer, render_tool_call
-from agentgym.tasks import SeededTaskSet
 
 SYSTEM_PROMPT = (
     "You solve math problems. You may run Python in a persistent session with the python "
@@ -62,22 +61,39 @@ SYSTEM_PROMPT = (
 MAX_CALLS = 4
 
 
-class _LevelTaskSet(SeededTaskSet):
-    """Seeded ids ``codemath-L<level>-<seed>`` over one or several levels."""
+class LevelTaskSet(Sequence[str]):
+    """Seeded ids ``codemath-L<level>-<seed>`` for seeds ``start .. start + size - 1``.
 
-    def __init__(self, levels: Sequence[int], start: int, count: int):
-        super().__init__("codemath", start, count)
+    The level of a seed is ``levels[seed % len(levels)]``, so a mixed set interleaves levels.
+
+        >>> ids = LevelTaskSet((1, 2), start=0, size=4)
+        >>> list(ids), "codemath-L2-1" in ids, "codemath-L1-1" in ids
+        (['codemath-L1-0', 'codemath-L2-1', 'codemath-L1-2', 'codemath-L2-3'], True, False)
+    """
+
+    def __init__(self, levels: Sequence[int], start: int, size: int):
         self.levels = tuple(levels)
+        self.start = int(start)
+        self.size = int(size)
 
-    def __getitem__(self, index):  # type: ignore[no-untyped-def, override]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self.count))]
-        if index < 0:
-            index += self.count
-        if not 0 <= index < self.count:
-            raise IndexError(f"task index {index} out of range 0..{self.count - 1}")
-        seed = self.start + index
+    def __len__(self) -> int:
+        return self.size
+
+    def _id(self, seed: int) -> str:
         return f"codemath-L{self.levels[seed % len(self.levels)]}-{seed}"
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.size))]
+        if index < 0:
+            index += self.size
+        if not 0 <= index < self.size:
+            raise IndexError(f"task index {index} out of range 0..{self.size - 1}")
+        return self._id(self.start + index)
 
     def __contains__(self, task_id: object) -> bool:
         parsed = parse_task_id(task_id)
@@ -85,12 +101,12 @@ class _LevelTaskSet(SeededTaskSet):
             return False
         level, seed = parsed
         return (
-            self.start <= seed < self.start + self.count  # type: ignore[operator]
+            self.start <= seed < self.start + self.size
             and self.levels[seed % len(self.levels)] == level
         )
 
-    def __iter__(self):  # type: ignore[no-untyped-def, override]
-        return (self[i] for i in range(self.count))
+    def __iter__(self) -> Iterator[str]:
+        return (self._id(s) for s in range(self.start, self.start + self.size))
 
 
 def parse_task_id(task_id: object) -> tuple[int, int] | None:
@@ -139,8 +155,8 @@ class CodeMathEnv(SessionEnv):
         )
         self.levels = tuple(int(lv) for lv in levels)
         self._splits = {
-            "train": _LevelTaskSet(self.levels, 0, 100_000),
-            "test": _LevelTaskSet(self.levels, 100_000, 1_000),
+            "train": LevelTaskSet(self.levels, 0, 100_000),
+            "test": LevelTaskSet(self.levels, 100_000, 1_000),
         }
         self._problem: MathProblem | None = None
         self._tool_used = False
