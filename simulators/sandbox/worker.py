@@ -108,6 +108,7 @@ def _bwrap_command(site: list[str], root: bool) -> list[str]:
         cmd += ["--unshare-user"]
     cmd += ["--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8"]
     cmd += ["--ro-bind", "/usr", "/usr"]
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # before binds under /tmp
     for link in ("lib", "lib64", "bin", "sbin"):
         if os.path.islink(f"/{link}"):
             cmd += ["--symlink", os.readlink(f"/{link}"), f"/{link}"]
@@ -129,10 +130,11 @@ def _bwrap_command(site: list[str], root: bool) -> list[str]:
                 made.add(parent)
         cmd += ["--ro-bind", path, path]
         mounted.append(path)
-        if os.path.isdir(os.path.join(path, "agentgym")):  # never the task data / tests
+    for path in site:  # an installed agentgym holds task data and hidden tests: hide it
+        if os.path.isdir(os.path.join(path, "agentgym")):
             cmd += ["--tmpfs", os.path.join(path, "agentgym")]
     cmd += ["--ro-bind", _JAIL_SCRIPT, _IN_JAIL_SCRIPT]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp"]
+    cmd += ["--chdir", "/tmp"]
     cmd += ["--remount-ro", "/"]
     return cmd
 

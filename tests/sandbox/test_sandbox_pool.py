@@ -128,3 +128,25 @@ def test_workers_exit_when_their_owner_dies(tmp_path) -> None:  # type: ignore[n
     )
     if os.path.isdir(other):
         os.rmdir(other)
+
+
+def test_installed_agentgym_is_hidden_in_the_jail(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A site dir the jail needs may also hold an installed agentgym (tasks, hidden tests)."""
+    import subprocess
+
+    from agentgym.simulators.sandbox.worker import _bwrap_command
+
+    if not layers.detect_layers()["namespaces"].active:
+        pytest.skip("needs bubblewrap")
+    site = tmp_path / "site-packages"
+    (site / "agentgym").mkdir(parents=True)
+    (site / "agentgym" / "tasks.jsonl").write_text("hidden")
+    (site / "numpy_stub.py").write_text("visible")
+    script = f"cat {site}/numpy_stub.py; cat {site}/agentgym/tasks.jsonl"
+    out = subprocess.run(
+        [*_bwrap_command([str(site)], os.geteuid() == 0), "/bin/sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.stdout == "visible" and "No such file" in out.stderr
