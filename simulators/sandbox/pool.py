@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import itertools
 import os
 import queue
 import threading
@@ -111,6 +112,7 @@ class SandboxPool:
         self._slots = threading.BoundedSemaphore(max_pending)
         self._closed = False
         self._close_lock = threading.Lock()
+        self._rr = itertools.count()
         self._start_all()
         self._threads = [
             threading.Thread(target=self._serve, args=(w,), daemon=True, name=f"sandbox-{w.name}")
@@ -271,7 +273,8 @@ class SandboxPool:
         return Session.open(self, timeout=timeout, limits=limits)
 
     def _pick_worker(self) -> JailedWorker:
-        return min(self._workers, key=lambda w: (w.lock.locked(), w.runs))
+        """Where a new session lives: round-robin, so sessions spread over the workers."""
+        return self._workers[next(self._rr) % len(self._workers)]
 
     # ---- plumbing -----------------------------------------------------------------------
 
@@ -340,11 +343,16 @@ _default_lock = threading.Lock()
 
 
 def default_pool() -> SandboxPool:
-    """The process-wide pool envs share (started on first use, closed at exit)."""
+    """The process-wide pool envs share (started on first use, closed at exit).
+
+    It has one worker per CPU, at most 8; set ``AGENTGYM_SANDBOX_WORKERS`` to choose.
+    """
     global _default
     with _default_lock:
         if _default is None or _default._closed or _default._pid != os.getpid():
-            _default = SandboxPool()
+            env = os.environ.get("AGENTGYM_SANDBOX_WORKERS", "")
+            n = int(env) if env.isdigit() and int(env) > 0 else min(os.cpu_count() or 1, 8)
+            _default = SandboxPool(workers=n)
         return _default
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from agentgym.simulators.sandbox import SandboxPool
+from agentgym.simulators.sandbox import SandboxPool, Session
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("no_leaks")]
 
@@ -62,7 +62,10 @@ def test_timeout_kills_cell_and_history_replay_rebuilds(pool: SandboxPool) -> No
 
 
 def test_sessions_cannot_see_each_other(pool: SandboxPool) -> None:
-    with pool.session() as a, pool.session() as b:
+    """Two sessions in the same worker (same jail): other uid, other work dir, no signals."""
+    a = pool.session()
+    b = Session(pool, a.worker, None, dict(a.limits), [])
+    with a, b:
         a.run("open('secret.txt', 'w').write('hidden'); import os; where = os.getcwd()")
         where = a.run("where").stdout.strip().strip("'")
         r = b.run(f"open({where!r} + '/secret.txt').read()")
