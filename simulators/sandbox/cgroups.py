@@ -1,0 +1,111 @@
+"""Per-worker cgroup v1 directories (memory and pids) and their clean removal."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from agentgym.simulators.sandbox.layers import CGROUP_ROOT
+
+#: All sandbox cgroups live below this directory of each controller.
+PARENT = "agentgym-sandbox"
+
+
+class WorkerCgroup:
+    """A memory and/or pids cgroup for one worker and everything it forks."""
+
+    def __init__(self, name: str, *, memory: int | None, pids: int | None):
+        self.paths: list[str] = []
+        for controller, limit_file, limit in (
+            ("memory", "memory.limit_in_bytes", memory),
+            ("pids", "pids.max", pids),
+        ):
+            if limit is None:
+                continue
+            parent = os.path.join(CGROUP_ROOT, controller, PARENT)
+            os.makedirs(parent, exist_ok=True)
+            path = os.path.join(parent, name)
+            os.makedirs(path, exist_ok=True)
+            with open(os.path.join(path, limit_file), "w") as fh:
+                fh.write(str(int(limit)))
+            if controller == "memory":
+                swap = os.path.join(path, "memory.memsw.limit_in_bytes")
+                if os.path.exists(swap):
+                    try:
+                        with open(swap, "w") as fh:
+                            fh.write(str(int(limit)))
+                    except OSError:
+                        pass
+            self.paths.append(path)
+
+    def enter(self) -> None:
+        """Move the calling process into the cgroups (called in the child before exec)."""
+        for path in self.paths:
+            with open(os.path.join(path, "cgroup.procs"), "w") as fh:
+                fh.write("0")
+
+    def pids(self) -> list[int]:
+        out: set[int] = set()
+        for path in self.paths:
+            try:
+                with open(os.path.join(path, "cgroup.procs")) as fh:
+                    out.update(int(x) for x in fh.read().split())
+            except OSError:
+                pass
+        return sorted(out)
+
+    def destroy(self, timeout: float = 5.0) -> None:
+        """SIGKILL whatever is left inside and remove the directories."""
+        deadline = time.monotonic() + timeout
+        while self.pids() and time.monotonic() < deadline:
+            for pid in self.pids():
+                try:  # noqa: SIM105
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.005)
+        for path in self.paths:
+            while True:
+                try:
+                    os.rmdir(path)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.005)
+        self.paths = [p for p in self.paths if os.path.isdir(p)]
+
+
+def sweep_stale() -> None:
+    """Remove empty cgroups left by sandbox owners that died without cleaning up."""
+    for path in live_cgroups():
+        name = os.path.basename(path)
+        try:
+            owner = int(name[1:].split("-", 1)[0])
+        except ValueError:
+            continue
+        if os.path.exists(f"/proc/{owner}"):
+            continue
+        try:  # noqa: SIM105
+            os.rmdir(path)  # fails (EBUSY) if anything still runs inside: left alone
+        except OSError:
+            pass
+
+
+def live_cgroups(owner_pid: int | None = None) -> list[str]:
+    """Sandbox cgroup directories that exist now (for leak checks), optionally only those of
+    the workers started by process ``owner_pid``."""
+    out = []
+    prefix = f"w{owner_pid}-" if owner_pid is not None else ""
+    for controller in ("memory", "pids"):
+        parent = os.path.join(CGROUP_ROOT, controller, PARENT)
+        if os.path.isdir(parent):
+            out += [
+                os.path.join(parent, d)
+                for d in os.listdir(parent)
+                if d.startswith(prefix) and os.path.isdir(os.path.join(parent, d))
+            ]
+    return sorted(out)

@@ -1,0 +1,302 @@
+"""Host side of one jailed worker: start it under bubblewrap + cgroups, talk to it, kill it.
+
+A :class:`JailedWorker` owns one process tree: ``bwrap`` -> the jail's init -> the zygote
+(``_jail.py``) -> the executions it forks. All of it sits in the worker's memory and pids
+cgroups, so destroying the cgroups removes every process the worker ever made.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import select
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from agentgym.simulators.sandbox.cgroups import WorkerCgroup
+
+from agentgym.error import AgentGymError
+
+_HDR = struct.Struct(">I")
+_JAIL_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_jail.py")
+_IN_JAIL_SCRIPT = "/opt/agentgym/jail.py"
+_slot_counter = itertools.count()
+
+
+class WorkerCrashedError(AgentGymError, RuntimeError):
+    """The worker process died or stopped answering; the pool restarts it."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-execution limits (each can be overridden per call)."""
+
+    timeout: float = 10.0
+    """Wall-clock seconds before the run is killed."""
+    cpu_seconds: int = 10
+    memory: int = 512 << 20
+    """Extra address space a run may map on top of the warm interpreter (bytes)."""
+    file_size: int = 16 << 20
+    open_files: int = 256
+    processes: int = 64
+    """Processes + threads of the run's uid (RLIMIT_NPROC)."""
+    output: int = 64 << 10
+    """Bytes of stdout and of stderr kept; the rest is dropped and reported."""
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """How workers are built."""
+
+    limits: Limits = field(default_factory=Limits)
+    worker_memory: int = 2 << 30
+    """cgroup memory limit of a whole worker (zygote + runs + sessions)."""
+    worker_pids: int = 512
+    preload: tuple[str, ...] = ("numpy", "sympy")
+    allow_unisolated: bool = False
+    """Run even when required layers are missing (weaker isolation; never the default)."""
+    recycle_after: int = 5000
+    """Restart a worker (without sessions) after this many runs."""
+    recycle_rss: int = 1 << 30
+    """... or when its resident memory grows past this many bytes."""
+
+
+def _site_dirs(preload: tuple[str, ...]) -> list[str]:
+    """Directories that must be on sys.path in the jail for the preloaded modules."""
+    dirs: list[str] = []
+    for mod in (*preload, "pyseccomp"):
+        try:
+            module = __import__(mod)
+        except Exception:
+            continue
+        path = os.path.abspath(getattr(module, "__file__", "") or "")
+        if not path:
+            continue
+        parent = os.path.dirname(path)
+        if os.path.basename(path) == "__init__.py":
+            parent = os.path.dirname(parent)
+        if parent not in dirs:
+            dirs.append(parent)
+    return dirs
+
+
+def _interpreter() -> str:
+    ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    cand = os.path.join(sys.base_prefix, "bin", ver)
+    return cand if os.path.exists(cand) else os.path.realpath(sys.executable)
+
+
+def _bwrap_command(site: list[str], root: bool) -> list[str]:
+    # No --die-with-parent: its parent-death signal fires when the *thread* that started the
+    # worker exits. The worker exits on its own when our end of its stdin pipe closes.
+    cmd = [shutil.which("bwrap") or "bwrap", "--new-session", "--clearenv"]
+    cmd += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
+    cmd += ["--unshare-cgroup-try"]
+    if root:
+        cmd += ["--cap-drop", "ALL"]
+        for cap in ("SETUID", "SETGID", "CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL"):
+            cmd += ["--cap-add", f"CAP_{cap}"]
+    else:
+        cmd += ["--unshare-user"]
+    cmd += ["--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8"]
+    cmd += ["--ro-bind", "/usr", "/usr"]
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # before binds under /tmp
+    for link in ("lib", "lib64", "bin", "sbin"):
+        if os.path.islink(f"/{link}"):
+            cmd += ["--symlink", os.readlink(f"/{link}"), f"/{link}"]
+        elif os.path.isdir(f"/{link}"):
+            cmd += ["--ro-bind", f"/{link}", f"/{link}"]
+    if os.path.exists("/etc/ld.so.cache"):
+        cmd += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    mounted = ["/usr"]
+    made: set[str] = set()
+    for path in [sys.base_prefix, *site]:
+        if any(path == m or path.startswith(m + "/") for m in mounted):
+            continue
+        # parents get mode 0755 inside the jail (on the host /root stays 0700)
+        parts = path.strip("/").split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            parent = "/" + "/".join(parts[:i])
+            if parent not in made:
+                cmd += ["--perms", "0755", "--dir", parent]
+                made.add(parent)
+        cmd += ["--ro-bind", path, path]
+        mounted.append(path)
+    for path in site:  # an installed agentgym holds task data and hidden tests: hide it
+        if os.path.isdir(os.path.join(path, "agentgym")):
+            cmd += ["--tmpfs", os.path.join(path, "agentgym")]
+    cmd += ["--ro-bind", _JAIL_SCRIPT, _IN_JAIL_SCRIPT]
+    cmd += ["--chdir", "/tmp"]
+    cmd += ["--remount-ro", "/"]
+    return cmd
+
+
+class JailedWorker:
+    """One jailed zygote process and the pipe pair to it. Calls are serialised by ``lock``."""
+
+    def __init__(self, config: SandboxConfig, layers: dict[str, bool]):
+        self.config = config
+        self.layers = dict(layers)
+        self.lock = threading.Lock()
+        self.slot = next(_slot_counter)
+        self.name = f"w{os.getpid()}-{self.slot}"
+        self.uid_base = 1_000_000 + (os.getpid() % 4096) * 1024 + (self.slot % 16) * 64
+        self.generation = 0
+        self.runs = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.cgroup: WorkerCgroup | None = None
+        self.pending_closes: list[str] = []
+        self._host_tmp: str | None = None
+
+    # ---- life cycle ---------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> None:
+        """Start (or restart) the worker and wait until its zygote is warm."""
+        self.stop()
+        self.generation += 1
+        self.runs = 0
+        self.pending_closes.clear()
+        root = os.geteuid() == 0
+        use_uid = self.layers.get("uid", False) and root
+        site = _site_dirs(self.config.preload)
+        import ctypes.util
+
+        cfg: dict[str, Any] = {
+            "uid_base": self.uid_base,
+            "n_uids": 32,
+            "layers": {
+                "uid": use_uid,
+                "seccomp": self.layers.get("seccomp", False),
+                "landlock": self.layers.get("landlock", False),
+            },
+            "limits": asdict(self.config.limits),
+            "site": site,
+            "preload": list(self.config.preload),
+            "libseccomp": ctypes.util.find_library("seccomp"),
+        }
+        mem = self.config.worker_memory if self.layers.get("cgroup_memory") else None
+        pids = self.config.worker_pids if self.layers.get("cgroup_pids") else None
+        self.cgroup = WorkerCgroup(f"{self.name}-g{self.generation}", memory=mem, pids=pids)
+        if not self.layers.get("namespaces"):
+            # no jail: give the work dirs a private host directory, removed on stop()
+            self._host_tmp = tempfile.mkdtemp(prefix=f"agentgym-sbx-{os.getpid()}-")
+            os.chmod(self._host_tmp, 0o711)
+            cfg["work_root"] = self._host_tmp
+        if self.layers.get("namespaces"):
+            cmd = _bwrap_command(site, root)
+            script = _IN_JAIL_SCRIPT
+        else:
+            cmd, script = [], _JAIL_SCRIPT
+        cmd += [_interpreter(), "-I", "-S", script, json.dumps(cfg)]
+        cgroup = self.cgroup
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=cgroup.enter if cgroup.paths else None,
+            close_fds=True,
+            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+        )
+        try:
+            ready = self._read(time.monotonic() + 60.0)
+        except WorkerCrashedError:
+            self.stop()
+            raise
+        if ready.get("status") != "ready":
+            self.stop()
+            raise WorkerCrashedError(f"sandbox worker failed to start: {ready}")
+        self.landlock_abi = int(ready.get("landlock_abi", -1))
+
+    def stop(self) -> None:
+        """Stop the worker and remove every process and cgroup it had."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            for stream in (proc.stdin, proc.stdout):
+                try:
+                    if stream is not None:
+                        stream.close()
+                except OSError:
+                    pass
+            try:
+                proc.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self.cgroup is not None:
+            self.cgroup.destroy()
+            self.cgroup = None
+        if self._host_tmp is not None:
+            shutil.rmtree(self._host_tmp, ignore_errors=True)
+            self._host_tmp = None
+
+    # ---- requests -----------------------------------------------------------------------
+
+    def _read(self, deadline: float) -> dict[str, Any]:
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+
+        def exact(n: int) -> bytes:
+            buf = bytearray()
+            while len(buf) < n:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                    raise WorkerCrashedError("sandbox worker did not answer in time")
+                chunk = os.read(fd, n - len(buf))
+                if not chunk:
+                    raise WorkerCrashedError("sandbox worker exited")
+                buf += chunk
+            return bytes(buf)
+
+        (n,) = _HDR.unpack(exact(4))
+        result: dict[str, Any] = json.loads(exact(n))
+        return result
+
+    def request(self, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send one request and wait for its reply (caller holds ``lock``).
+
+        Raises:
+            WorkerCrashedError: the worker died; it is stopped and must be restarted.
+        """
+        if not self.alive:
+            raise WorkerCrashedError("sandbox worker is not running")
+        assert self.proc is not None and self.proc.stdin is not None
+        for sid in self.pending_closes:
+            self._send({"op": "session_close", "sid": sid})
+            self._read(time.monotonic() + 10.0)
+        self.pending_closes.clear()
+        self._send(msg)
+        try:
+            return self._read(time.monotonic() + timeout + 10.0)
+        except (WorkerCrashedError, ValueError) as exc:
+            self.stop()
+            raise WorkerCrashedError(str(exc)) from exc
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        data = json.dumps(msg).encode()
+        try:
+            self.proc.stdin.write(_HDR.pack(len(data)) + data)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            self.stop()
+            raise WorkerCrashedError(f"sandbox worker is gone: {exc}") from exc
+
+    def call(self, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """``request`` under the lock, restarting a dead worker first."""
+        with self.lock:
+            if not self.alive:
+                self.start()
+            return self.request(msg, timeout)

@@ -1,0 +1,91 @@
+"""Stateful sessions: state persists, forks are independent, lost sessions are rebuilt."""
+
+from __future__ import annotations
+
+import pytest
+from agentgym.simulators.sandbox import SandboxPool, Session
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("no_leaks")]
+
+
+def test_variables_persist_and_last_expression_is_shown(pool: SandboxPool) -> None:
+    with pool.session() as s:
+        assert s.run("x = 40\ny = 2").stdout == ""
+        assert s.run("x + y").stdout == "42\n"
+        assert s.run("import numpy as np\nprint(np.arange(4).sum())").stdout == "6\n"
+
+
+def test_errors_are_reported_and_state_survives(pool: SandboxPool) -> None:
+    with pool.session() as s:
+        s.run("a = 1")
+        r = s.run("a = 2\n1 / 0")
+        assert r.status == "error" and "ZeroDivisionError" in r.stderr
+        assert s.run("a").stdout == "2\n"
+
+
+def test_fork_is_an_independent_copy(pool: SandboxPool) -> None:
+    with pool.session() as s:
+        s.run("data = [1, 2, 3]")
+        f = s.fork()
+        try:
+            s.run("data.append(4)")
+            f.run("data.append(99)")
+            assert s.run("data").stdout == "[1, 2, 3, 4]\n"
+            assert f.run("data").stdout == "[1, 2, 3, 99]\n"
+            g = f.fork()
+            try:
+                assert g.run("data").stdout == "[1, 2, 3, 99]\n"
+            finally:
+                g.close()
+        finally:
+            f.close()
+
+
+def test_fork_survives_parent_close(pool: SandboxPool) -> None:
+    s = pool.session()
+    s.run("z = 'kept'")
+    f = s.fork()
+    s.close()
+    try:
+        assert f.run("z").stdout == "'kept'\n"
+    finally:
+        f.close()
+
+
+def test_timeout_kills_cell_and_history_replay_rebuilds(pool: SandboxPool) -> None:
+    with pool.session() as s:
+        s.run("counter = 5")
+        r = s.run("while True: pass", timeout=0.5)
+        assert r.status == "timeout"
+        assert s.run("counter").stdout == "5\n"
+        assert s.rebuilds == 1
+
+
+def test_sessions_cannot_see_each_other(pool: SandboxPool) -> None:
+    """Two sessions in the same worker (same jail): other uid, other work dir, no signals."""
+    a = pool.session()
+    b = Session(pool, a.worker, None, dict(a.limits), [])
+    with a, b:
+        a.run("open('secret.txt', 'w').write('hidden'); import os; where = os.getcwd()")
+        where = a.run("where").stdout.strip().strip("'")
+        r = b.run(f"open({where!r} + '/secret.txt').read()")
+        assert r.status == "error" and "PermissionError" in r.stderr
+        r = b.run("import os, signal\nos.kill(-1, signal.SIGKILL)")
+        assert a.run("1 + 1").stdout == "2\n"
+
+
+def test_digest_tracks_values_not_history(pool: SandboxPool) -> None:
+    with pool.session() as a, pool.session() as b:
+        a.run("x = 1")
+        a.run("x = 2")
+        b.run("x = 2")
+        assert a.digest() == b.digest()
+        b.run("y = 0")
+        assert a.digest() != b.digest()
+
+
+def test_closed_session_processes_are_gone(pool: SandboxPool) -> None:
+    s = pool.session()
+    s.run("import os\nif os.fork() == 0:\n    import time\n    time.sleep(1000)")
+    s.close()
+    s.close()  # idempotent; the no_leaks fixture checks no process of its uid is left
