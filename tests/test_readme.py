@@ -20,5 +20,7 @@ def test_readme_has_examples():
 
 @pytest.mark.parametrize("code", RUNNABLE, ids=[f"block{i}" for i in range(len(RUNNABLE))])
 def test_readme_python_block_runs(code, tmp_path):
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-2000:]
