@@ -30,14 +30,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _trajectory_available() -> bool:
-    try:
-        import agentgym.trajectory  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def run(args: argparse.Namespace) -> int:
     families: dict[str, str] = {}
     for env_record in list_envs(multi_agent=False):
@@ -47,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
             families[family] = env_id
     if args.family:
         families = {f: i for f, i in families.items() if f in args.family}
-    record = not args.no_record and _trajectory_available()
+    record = not args.no_record
     if record:
         os.makedirs(args.out, exist_ok=True)
     rows = []
@@ -108,6 +100,4 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"\nTrajectories in {args.out}/. Look at one: agentgym view {args.out}/games.agtr -o demo.html"
         )
-    elif not args.no_record:
-        print("\n(recording skipped: agentgym.trajectory is not available)")
     return 1 if failed else 0

@@ -15,7 +15,6 @@ from typing import Any
 
 from agentgym.agents import make_policy
 from agentgym.episodes import EpisodeSummary, play
-from agentgym.error import DependencyMissingError
 from agentgym.registry import get_record
 
 
@@ -75,14 +74,11 @@ def play_and_maybe_record(
     )
     if not record:
         return play(env_id, policy, **kwargs)
-    try:
-        from agentgym.trajectory import Recorder
-    except ImportError as exc:
-        raise DependencyMissingError("agentgym.trajectory", "pip install -e .") from exc
+    from agentgym.trajectory import Recorder
+
     with Recorder(record) as rec:
-        return play(
-            env_id, policy, **kwargs, **rec.play_callbacks(env_id, env_kwargs=env_kwargs, seed=seed)
-        )
+        callbacks: dict[str, Any] = rec.play_callbacks(env_id, env_kwargs=env_kwargs, seed=seed)
+        return play(env_id, policy, **kwargs, **callbacks)
 
 
 def run(args: argparse.Namespace) -> int:
