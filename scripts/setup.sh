@@ -33,6 +33,12 @@ fi
 echo "[setup] pip install -e .[$extras]"
 "$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".[$extras]"
 
+if [[ "$extras" == *dev* ]]; then
+  echo "[setup] RL frameworks for the adapter tests (requirements/frameworks*.txt)"
+  "$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore -r requirements/frameworks.txt
+  "$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-deps -r requirements/frameworks-nodeps.txt
+fi
+
 # pyenv installs console scripts behind shims that exist only after a rehash.
 if command -v pyenv >/dev/null 2>&1; then pyenv rehash || true; fi
 echo "[setup] done: try 'agentgym list'"
