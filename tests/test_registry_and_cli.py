@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -106,22 +107,23 @@ def test_third_party_packages_register_through_the_entry_point_group(tmp_path):
     """A distribution declaring an ``agentgym.envs`` entry point is loaded by ``import agentgym``."""
     pkg = tmp_path / "acme_envs"
     pkg.mkdir()
+    fake_envs = Path(__file__).with_name("fake_envs.py").read_text()
+    (pkg / "counter.py").write_text(fake_envs)
     (pkg / "__init__.py").write_text(
         "from agentgym.registry import register\n"
         "def register_all():\n"
-        "    register('acme/Counter-v1', 'tests.fake_envs:CounterEnv', family='acme')\n"
+        "    register('acme/Counter-v1', 'acme_envs.counter:CounterEnv', family='acme')\n"
     )
     dist = tmp_path / "acme_envs-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-envs\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text("[agentgym.envs]\nacme = acme_envs:register_all\n")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     code = (
         "import gymnasium as gym, agentgym; "
         "print([r.id for r in agentgym.list_envs('acme')]); "
         "print(gym.make('acme/Counter-v1').reset(seed=0)[1]['task_id'][:8])"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), root])}
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
     )

@@ -1,0 +1,1 @@
+"""agentgym test suite (a regular package, so site-packages with a stray top-level `tests` cannot shadow it)."""
