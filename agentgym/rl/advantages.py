@@ -159,7 +159,7 @@ def grpo_advantages(
 
     Example:
         >>> grpo_advantages([1.0, 0.0, 0.0, 5.0], ["a", "a", "a", "b"]).round(4).tolist()
-        [1.1547, -0.5774, -0.5774, 5.0]
+        [1.1547, -0.5773, -0.5773, 5.0]
     """
     s = _as_float(scores, "scores")
     g = _as_keys(group_ids)
