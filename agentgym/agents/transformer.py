@@ -8,8 +8,11 @@ Two ways to act, chosen per env step:
 
 * **constrained** (default when ``info["admissible_actions"]`` exists): each candidate action
   string is scored by the model's mean log-likelihood of the bytes that tell it apart from
-  the other candidates (``score_k = mean_j log p(m_kj | prompt, shared prefix, m_k<j)``), and
-  the action is sampled from ``softmax_k(score_k)``. The policy is then a categorical over candidates whose logprob and entropy are
+  the other candidates, read right after the prompt (``score_k = mean_j log p(m_kj |
+  prompt, m_k<j)``; shared prefix and suffix carry no information and are left out), and
+  the action is sampled from ``softmax_k(score_k)``. When the distinguishing parts start
+  with distinct bytes (``up``/``down``/``left``/``right``) only their first byte is scored,
+  which needs a single forward pass of the prompt per env instead of one per candidate. The policy is then a categorical over candidates whose logprob and entropy are
   exact and differentiable, which makes learning from scratch on a CPU feasible.
 * **free**: bytes are sampled autoregressively until EOS or ``max_new_tokens``.
 
@@ -170,7 +173,7 @@ class TransformerPolicy:
         The shared prefix and suffix carry no information about the choice, and summing
         their log-likelihoods would drown the signal (and make short candidates far likelier
         at initialisation), so a candidate is scored by the MEAN log-likelihood of its
-        distinguishing bytes, read after ``prompt + shared prefix``.
+        distinguishing bytes, read right after the prompt.
         """
         enc = [_encode(c) for c in cands]
         p = 0
@@ -191,16 +194,43 @@ class TransformerPolicy:
     ) -> list[torch.Tensor]:
         """Per row, a ``[K]`` tensor of candidate scores (differentiable).
 
-        ``score_k = mean_j log p(m_kj | prompt, prefix, m_k<j)`` over the distinguishing
-        bytes ``m_k`` of candidate ``k``; the policy is ``softmax_k(score_k)``.
+        ``score_k = mean_j log p(m_kj | prompt, m_k<j)`` over the distinguishing
+        bytes ``m_k`` of candidate ``k``; the policy is ``softmax_k(score_k)``. The bytes
+        after the prompt are the distinguishing part only (the shared prefix is implied).
         """
+        parts = [self._distinct_parts(c)[1] for c in candidates]
+        fast = [len({m[0] for m in mids}) == len(mids) for mids in parts]
+        out: list[torch.Tensor | None] = [None] * len(candidates)
+        rows_fast = [i for i, f in enumerate(fast) if f]
+        if rows_fast:
+            # fast path: distinguishing parts start with distinct bytes, so the choice is
+            # read off ONE forward of the prompt: score_k = log p(first byte of m_k | prompt)
+            ids, pad = self._pad([prompts[i][-self.config.max_len :] for i in rows_fast],
+                                 left=True)
+            last = torch.log_softmax(self.model(ids, pad)[:, -1].float(), dim=-1)
+            for j, i in enumerate(rows_fast):
+                first = torch.tensor([m[0] for m in parts[i]], device=self.device)
+                out[i] = last[j].gather(0, first)
+        slow = [i for i, f in enumerate(fast) if not f]
+        if slow:
+            scores = self._candidate_means([prompts[i] for i in slow],
+                                           [parts[i] for i in slow])
+            for i, sc in zip(slow, scores):
+                out[i] = sc
+        return [o for o in out if o is not None]
+
+    def _candidate_means(
+        self, prompts: Sequence[list[int]], parts: Sequence[list[list[int]]]
+    ) -> list[torch.Tensor]:
+        """Mean log-likelihood of each distinguishing part after its prompt (general path)."""
         seqs, spans = [], []
         max_len = self.config.max_len
-        for prompt, cands in zip(prompts, candidates):
-            prefix, mids = self._distinct_parts(cands)
+        for prompt, mids in zip(prompts, parts):
+            # the shared prefix is the same for every candidate: it is left out of the input
+            # (it carries no information about the choice and would double the sequence)
             for mid in mids:
-                keep = max(1, max_len - len(prefix) - len(mid))
-                seq = ([*prompt, *prefix][-keep:] + mid)[-max_len:]
+                keep = max(1, max_len - len(mid))
+                seq = (prompt[-keep:] + mid)[-max_len:]
                 seqs.append(seq)
                 spans.append((len(seq) - len(mid), len(seq)))
         ids, pad = self._pad(seqs, left=False)
@@ -213,9 +243,9 @@ class TransformerPolicy:
         sel = ((pos >= start - 1) & (pos < end - 1)).float()
         scores = (tok_logp * sel).sum(-1) / sel.sum(-1).clamp_min(1.0)
         out, i = [], 0
-        for cands in candidates:
-            out.append(scores[i : i + len(cands)])
-            i += len(cands)
+        for mids in parts:
+            out.append(scores[i : i + len(mids)])
+            i += len(mids)
         return out
 
     def _free_logprobs(
@@ -336,11 +366,15 @@ class TransformerPolicy:
                 [generations[i].meta["prompt_ids"] for i in rows_c],
                 [generations[i].meta["candidates"] for i in rows_c],
             )
+            chosen, entropies = [], []
             for i, score in zip(rows_c, scores):
                 logp = torch.log_softmax(score, dim=-1)
-                lp = lp.index_put((torch.tensor([i]), torch.tensor([0])), logp[generations[i].meta["choice"]][None])
-                ent = ent.index_put((torch.tensor([i]), torch.tensor([0])), -(logp.exp() * logp).sum()[None])
-                mask[i, 0] = 1.0
+                chosen.append(logp[generations[i].meta["choice"]])
+                entropies.append(-(logp.exp() * logp).sum())
+            idx_c = torch.tensor(rows_c, device=self.device)
+            lp = lp.index_copy(0, idx_c, F.pad(torch.stack(chosen)[:, None], (0, width - 1)))
+            ent = ent.index_copy(0, idx_c, F.pad(torch.stack(entropies)[:, None], (0, width - 1)))
+            mask[idx_c, 0] = 1.0
         if rows_f:
             f_lp, f_ent, f_mask = self._free_logprobs(
                 [generations[i].meta["prompt_ids"] for i in rows_f],
