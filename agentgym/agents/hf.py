@@ -126,8 +126,11 @@ class HFPolicy:
                     text=text,
                     token_ids=np.array(ids, dtype=np.int64),
                     logprobs=logp[i, :n].cpu().numpy().astype(np.float32),
-                    meta={"prompt_ids": enc["input_ids"][i][enc["attention_mask"][i] > 0]
-                          .cpu().numpy()},
+                    meta={
+                        "prompt_ids": enc["input_ids"][i][enc["attention_mask"][i] > 0]
+                        .cpu()
+                        .numpy()
+                    },
                 )
             )
         return result

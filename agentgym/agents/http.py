@@ -38,8 +38,10 @@ def reply_to_text(message: Mapping[str, Any]) -> str:
             args = json.loads(raw) if isinstance(raw, str) else dict(raw)
         except (json.JSONDecodeError, TypeError, ValueError):
             # keep the model's malformed arguments visible to the env's parser
-            parts.append(f'<tool_call>{{"name": {json.dumps(fn.get("name", ""))}, '
-                         f'"arguments": {raw}}}</tool_call>')
+            parts.append(
+                f'<tool_call>{{"name": {json.dumps(fn.get("name", ""))}, '
+                f'"arguments": {raw}}}</tool_call>'
+            )
             continue
         parts.append(render_tool_call(str(fn.get("name", "")), args))
     return "\n".join(parts)
@@ -103,7 +105,9 @@ class HTTPPolicy:
         try:
             resp = self._client.post(self.url, json=body)
         except Exception as exc:
-            raise PolicyRequestError(f"request to {self.url} failed: {exc}. Is the server up?") from exc
+            raise PolicyRequestError(
+                f"request to {self.url} failed: {exc}. Is the server up?"
+            ) from exc
         if resp.status_code != 200:
             raise PolicyRequestError(
                 f"{self.url} answered HTTP {resp.status_code}: {resp.text[:300]}"
@@ -115,9 +119,11 @@ class HTTPPolicy:
         content = (choice.get("logprobs") or {}).get("content")
         if content:
             lps = np.array([float(t.get("logprob", 0.0)) for t in content], dtype=np.float32)
-        return Generation(text=text, logprobs=lps,
-                          meta={"finish_reason": choice.get("finish_reason"),
-                                "usage": data.get("usage", {})})
+        return Generation(
+            text=text,
+            logprobs=lps,
+            meta={"finish_reason": choice.get("finish_reason"), "usage": data.get("usage", {})},
+        )
 
     def act(self, inputs: Sequence[PolicyInput]) -> list[Generation]:
         """Send all requests at once; results come back in input order."""

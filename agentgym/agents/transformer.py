@@ -205,16 +205,14 @@ class TransformerPolicy:
         if rows_fast:
             # fast path: distinguishing parts start with distinct bytes, so the choice is
             # read off ONE forward of the prompt: score_k = log p(first byte of m_k | prompt)
-            ids, pad = self._pad([prompts[i][-self.config.max_len :] for i in rows_fast],
-                                 left=True)
+            ids, pad = self._pad([prompts[i][-self.config.max_len :] for i in rows_fast], left=True)
             last = torch.log_softmax(self.model(ids, pad)[:, -1].float(), dim=-1)
             for j, i in enumerate(rows_fast):
                 first = torch.tensor([m[0] for m in parts[i]], device=self.device)
                 out[i] = last[j].gather(0, first)
         slow = [i for i, f in enumerate(fast) if not f]
         if slow:
-            scores = self._candidate_means([prompts[i] for i in slow],
-                                           [parts[i] for i in slow])
+            scores = self._candidate_means([prompts[i] for i in slow], [parts[i] for i in slow])
             for i, sc in zip(slow, scores):
                 out[i] = sc
         return [o for o in out if o is not None]
@@ -305,8 +303,12 @@ class TransformerPolicy:
                     text=cand[choice],
                     token_ids=np.array(_encode(cand[choice]), dtype=np.int64),
                     logprobs=np.array([float(logp[choice])], dtype=np.float32),
-                    meta={"mode": "choice", "prompt_ids": prompts[i], "candidates": cand,
-                          "choice": choice},
+                    meta={
+                        "mode": "choice",
+                        "prompt_ids": prompts[i],
+                        "candidates": cand,
+                        "choice": choice,
+                    },
                 )
         free = [i for i in range(len(inputs)) if out[i] is None]
         if free:
@@ -417,5 +419,11 @@ def count_tokens(generations: Sequence[Generation]) -> int:
     return int(sum(0 if g.token_ids is None else len(g.token_ids) for g in generations))
 
 
-__all__ = ["ByteTransformer", "TransformerConfig", "TransformerPolicy", "count_tokens", "prompt_text"]
+__all__ = [
+    "ByteTransformer",
+    "TransformerConfig",
+    "TransformerPolicy",
+    "count_tokens",
+    "prompt_text",
+]
 _ = math  # keep import for readers of the equations above

@@ -17,8 +17,12 @@ from agentgym.error import InvalidConfigError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train the reference agent (GiGPO / GRPO / Tree-GRPO)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "train",
+        help="train the reference agent (GiGPO / GRPO / Tree-GRPO)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--env", required=True, help="env id, e.g. agentgym/Sokoban-Tiny-v0")
     p.add_argument("--algo", default="gigpo", choices=["gigpo", "grpo", "tree-grpo"])
     p.add_argument("--iterations", type=int, default=20)
@@ -61,26 +65,40 @@ def run(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as exc:
         raise InvalidConfigError(
             f"--env-kwargs must be a JSON object, got {args.env_kwargs!r} ({exc}). "
-            'Example: --env-kwargs \'{"max_turns": 8}\''
+            "Example: --env-kwargs '{\"max_turns\": 8}'"
         ) from exc
     if args.max_turns is not None:
         env_kwargs["max_turns"] = args.max_turns
     cfg = TrainConfig(
-        env_id=args.env, algo=args.algo, iterations=args.iterations,
-        max_env_steps=args.max_env_steps, tasks_per_iter=args.tasks, group_size=args.group_size,
-        seed=args.seed, env_kwargs=env_kwargs, num_envs=args.num_envs, backend=args.backend,
-        lr=args.lr, ppo_epochs=args.ppo_epochs, device=args.device,
+        env_id=args.env,
+        algo=args.algo,
+        iterations=args.iterations,
+        max_env_steps=args.max_env_steps,
+        tasks_per_iter=args.tasks,
+        group_size=args.group_size,
+        seed=args.seed,
+        env_kwargs=env_kwargs,
+        num_envs=args.num_envs,
+        backend=args.backend,
+        lr=args.lr,
+        ppo_epochs=args.ppo_epochs,
+        device=args.device,
         model=TransformerConfig(d_model=args.d_model, n_layers=args.layers),
         loss=PPOLossConfig(kl_coef=args.kl_coef),
         gigpo=GiGPOConfig(gamma=args.gamma, omega=args.omega),
         tree=TreeGRPOConfig(trees=args.trees, expand=args.expand, rounds=args.rounds),
-        eval_every=args.eval_every, out_dir=args.out, resume=args.resume,
-        progress=not args.no_progress, record=args.record,
+        eval_every=args.eval_every,
+        out_dir=args.out,
+        resume=args.resume,
+        progress=not args.no_progress,
+        record=args.record,
     )
     result = train(cfg)
     last = result.metrics[-1] if result.metrics else {}
-    print(f"trained {len(result.metrics)} iterations, {last.get('env_steps', 0)} env steps; "
-          f"last success {last.get('success', 0):.2f}")
+    print(
+        f"trained {len(result.metrics)} iterations, {last.get('env_steps', 0)} env steps; "
+        f"last success {last.get('success', 0):.2f}"
+    )
     if result.out_dir:
         print(f"metrics: {result.out_dir / 'metrics.csv'}  plot: {result.out_dir / 'curve.png'}")
     return 0

@@ -240,7 +240,9 @@ def gigpo_advantages(
             f"episode_stats must be 'rows' or 'trajectories', got {episode_stats!r}."
         )
     if penalty_timing not in ("before", "after"):
-        raise InvalidConfigError(f"penalty_timing must be 'before' or 'after', got {penalty_timing!r}.")
+        raise InvalidConfigError(
+            f"penalty_timing must be 'before' or 'after', got {penalty_timing!r}."
+        )
     if r.size == 0:
         return _like(r.copy(), rewards)
     bad = np.zeros_like(r) if invalid is None else _as_float(invalid, "invalid")
@@ -275,7 +277,9 @@ def gigpo_advantages(
 # --------------------------------------------------------------------------------------------
 
 
-def tree_grpo_advantages(leaf_scores: Any, task_ids: Any, tree_ids: Any, *, eps: float = 1e-6) -> Any:
+def tree_grpo_advantages(
+    leaf_scores: Any, task_ids: Any, tree_ids: Any, *, eps: float = 1e-6
+) -> Any:
     """Tree-GRPO: inter-tree plus intra-tree group-normalised leaf advantage.
 
     For leaf ``l`` of tree ``k`` of task ``q`` (arXiv 2509.21240):

@@ -31,9 +31,15 @@ def grpo_rows(batch: RolloutBatch, cfg: GRPOConfig) -> tuple[list[StepRecord], n
     """Training rows (every step) and their advantages."""
     trajs = [t for t in batch.trajectories if t.steps]
     adv_traj = grpo_advantages(
-        np.array([t.total_reward for t in trajs]), [t.group_id for t in trajs],
-        mode=cfg.mode, eps=cfg.eps,
+        np.array([t.total_reward for t in trajs]),
+        [t.group_id for t in trajs],
+        mode=cfg.mode,
+        eps=cfg.eps,
     )
     rows = [s for t in trajs for s in t.steps]
-    adv = np.concatenate([np.full(len(t.steps), a) for t, a in zip(trajs, adv_traj)]) if trajs else np.zeros(0)
+    adv = (
+        np.concatenate([np.full(len(t.steps), a) for t, a in zip(trajs, adv_traj)])
+        if trajs
+        else np.zeros(0)
+    )
     return rows, adv

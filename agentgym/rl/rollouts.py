@@ -172,8 +172,9 @@ def run_chains(
         root_snap = pool.call("snapshot", indices=[slot])[0] if keep_snapshots else None
         chats[slot], infos[slot] = chat, info
         trajs[slot] = next_traj_id()
-        chains[k] = Chain(st, info.get("task_id", ""), root_snap, chat.branch(), dict(info),
-                          [], [], [], [])
+        chains[k] = Chain(
+            st, info.get("task_id", ""), root_snap, chat.branch(), dict(info), [], [], [], []
+        )
         active[slot] = k
 
     while pending and free:
@@ -266,16 +267,30 @@ def group_rollouts(
     ]
     stats: dict[str, float] = {}
     chains = run_chains(
-        pool, policy, starts, next_traj_id=traj_counter or _Counter(),
-        history_turns=history_turns, stats=stats,
+        pool,
+        policy,
+        starts,
+        next_traj_id=traj_counter or _Counter(),
+        history_turns=history_turns,
+        stats=stats,
     )
     trajs = [
-        Trajectory(c.steps[0].traj_id if c.steps else -1, c.start.group_id, c.start.seed,
-                   c.task_id, c.steps)
+        Trajectory(
+            c.steps[0].traj_id if c.steps else -1,
+            c.start.group_id,
+            c.start.seed,
+            c.task_id,
+            c.steps,
+        )
         for c in chains
     ]
-    return RolloutBatch(trajs, int(stats.get("env_steps", 0)), int(stats.get("policy_calls", 0)),
-                        int(stats.get("tokens", 0)), time.perf_counter() - t0)
+    return RolloutBatch(
+        trajs,
+        int(stats.get("env_steps", 0)),
+        int(stats.get("policy_calls", 0)),
+        int(stats.get("tokens", 0)),
+        time.perf_counter() - t0,
+    )
 
 
 @dataclass
@@ -331,19 +346,44 @@ def tree_rollouts(
         for seed in seeds
         for m in range(trees)
     ]
-    absorb(run_chains(pool, policy, starts, next_traj_id=counter, history_turns=history_turns,
-                      keep_snapshots=True, stats=stats))
+    absorb(
+        run_chains(
+            pool,
+            policy,
+            starts,
+            next_traj_id=counter,
+            history_turns=history_turns,
+            keep_snapshots=True,
+            stats=stats,
+        )
+    )
     for _ in range(rounds):
         starts = []
         for (seed, tree), nodes in forest.items():
             open_nodes = [i for i, n in enumerate(nodes) if not n.done]
             for pick in rng.choice(open_nodes, size=expand, replace=True):
                 n = nodes[int(pick)]
-                starts.append(Start(group_id=f"{group_prefix}{seed}", seed=seed,
-                                    snapshot=n.snapshot, chat=n.chat, info=n.info,
-                                    tag=(seed, tree, int(pick))))
-        absorb(run_chains(pool, policy, starts, next_traj_id=counter,
-                          history_turns=history_turns, keep_snapshots=True, stats=stats))
+                starts.append(
+                    Start(
+                        group_id=f"{group_prefix}{seed}",
+                        seed=seed,
+                        snapshot=n.snapshot,
+                        chat=n.chat,
+                        info=n.info,
+                        tag=(seed, tree, int(pick)),
+                    )
+                )
+        absorb(
+            run_chains(
+                pool,
+                policy,
+                starts,
+                next_traj_id=counter,
+                history_turns=history_turns,
+                keep_snapshots=True,
+                stats=stats,
+            )
+        )
     trajs = []
     for (seed, tree), nodes in forest.items():
         task_id = str(nodes[0].info.get("task_id", ""))
@@ -358,7 +398,13 @@ def tree_rollouts(
                 path.append(rec)
                 j = nodes[j].parent
             path.reverse()
-            trajs.append(Trajectory(counter(), f"{group_prefix}{seed}", seed, task_id, path,
-                                    tree_id=tree))
-    return RolloutBatch(trajs, int(stats.get("env_steps", 0)), int(stats.get("policy_calls", 0)),
-                        int(stats.get("tokens", 0)), time.perf_counter() - t0)
+            trajs.append(
+                Trajectory(counter(), f"{group_prefix}{seed}", seed, task_id, path, tree_id=tree)
+            )
+    return RolloutBatch(
+        trajs,
+        int(stats.get("env_steps", 0)),
+        int(stats.get("policy_calls", 0)),
+        int(stats.get("tokens", 0)),
+        time.perf_counter() - t0,
+    )

@@ -50,9 +50,22 @@ logger = logging.getLogger(__name__)
 ALGOS = ("gigpo", "grpo", "tree-grpo")
 
 METRIC_FIELDS = [
-    "iteration", "env_steps", "episodes", "success", "return_mean", "turns_mean",
-    "loss", "pg_loss", "kl", "entropy", "clip_frac", "adv_abs_mean", "adv_ms",
-    "rollout_s", "update_s", "eval_success",
+    "iteration",
+    "env_steps",
+    "episodes",
+    "success",
+    "return_mean",
+    "turns_mean",
+    "loss",
+    "pg_loss",
+    "kl",
+    "entropy",
+    "clip_frac",
+    "adv_abs_mean",
+    "adv_ms",
+    "rollout_s",
+    "update_s",
+    "eval_success",
 ]
 
 
@@ -74,6 +87,9 @@ class TrainConfig:
     """Chains per task seed (GRPO / GiGPO)."""
     seed: int = 0
     """Seeds the model init, sampling and the task seeds."""
+    task_seeds: list[int] | None = None
+    """Train on these task seeds only (cycled ``tasks_per_iter`` at a time) instead of fresh
+    ones each iteration; e.g. ``[7]`` to check a model can learn one level."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     """Passed to ``gym.make`` (e.g. ``max_turns``, ``reward_weights``)."""
     history_turns: int | None = 1
@@ -110,16 +126,27 @@ class TrainConfig:
     def validate(self) -> None:
         if self.algo not in ALGOS:
             raise InvalidConfigError(f"algo must be one of {ALGOS}, got {self.algo!r}.")
-        for name in ("iterations", "tasks_per_iter", "group_size", "num_envs", "ppo_epochs",
-                     "minibatch_size"):
+        for name in (
+            "iterations",
+            "tasks_per_iter",
+            "group_size",
+            "num_envs",
+            "ppo_epochs",
+            "minibatch_size",
+        ):
             if getattr(self, name) < 1:
                 raise InvalidConfigError(f"{name} must be >= 1, got {getattr(self, name)}.")
         get_record(self.env_id)  # raises a typed error with suggestions for unknown ids
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        nested = {"model": TransformerConfig, "loss": PPOLossConfig, "grpo": GRPOConfig,
-                  "gigpo": GiGPOConfig, "tree": TreeGRPOConfig}
+        nested = {
+            "model": TransformerConfig,
+            "loss": PPOLossConfig,
+            "grpo": GRPOConfig,
+            "gigpo": GiGPOConfig,
+            "tree": TreeGRPOConfig,
+        }
         kw = {k: (nested[k](**v) if k in nested else v) for k, v in data.items()}
         return cls(**kw)
 
@@ -156,8 +183,9 @@ class Trainer:
             (self.out / "config.json").write_text(json.dumps(asdict(config), indent=2))
         record = get_record(config.env_id)
         kwargs = dict(config.env_kwargs)
-        self.pool = EnvPool([lambda: gym.make(record.id, **kwargs)] * config.num_envs,
-                            backend=config.backend)
+        self.pool = EnvPool(
+            [lambda: gym.make(record.id, **kwargs)] * config.num_envs, backend=config.backend
+        )
         self.pool.reset(seeds=[config.seed] * config.num_envs)  # wrappers need one reset
 
     # ---- one iteration ---------------------------------------------------------------------
@@ -167,6 +195,10 @@ class Trainer:
         return self._traj
 
     def _seeds(self, iteration: int) -> list[int]:
+        if self.cfg.task_seeds:
+            fixed = self.cfg.task_seeds
+            k = self.cfg.tasks_per_iter
+            return [fixed[(iteration * k + j) % len(fixed)] for j in range(k)]
         base = 1_000_003 * self.cfg.seed + iteration * self.cfg.tasks_per_iter
         return [base + k for k in range(self.cfg.tasks_per_iter)]
 
@@ -175,13 +207,24 @@ class Trainer:
         seeds = self._seeds(iteration)
         if cfg.algo == "tree-grpo":
             return tree_rollouts(
-                self.pool, self.policy, seeds, trees=cfg.tree.trees, expand=cfg.tree.expand,
-                rounds=cfg.tree.rounds, rng=self.rng, history_turns=cfg.history_turns,
-                group_prefix=f"{iteration}:", traj_counter=self._next_traj,
+                self.pool,
+                self.policy,
+                seeds,
+                trees=cfg.tree.trees,
+                expand=cfg.tree.expand,
+                rounds=cfg.tree.rounds,
+                rng=self.rng,
+                history_turns=cfg.history_turns,
+                group_prefix=f"{iteration}:",
+                traj_counter=self._next_traj,
             )
         return group_rollouts(
-            self.pool, self.policy, seeds, group_size=cfg.group_size,
-            history_turns=cfg.history_turns, group_prefix=f"{iteration}:",
+            self.pool,
+            self.policy,
+            seeds,
+            group_size=cfg.group_size,
+            history_turns=cfg.history_turns,
+            group_prefix=f"{iteration}:",
             traj_counter=self._next_traj,
         )
 
@@ -202,13 +245,17 @@ class Trainer:
             return {}
         # old logprobs: what the sampling policy reported (same weights, no dropout);
         # reference logprobs: the frozen initial policy (only when the KL term is on)
-        old_by_row = [torch.as_tensor(g.logprobs, dtype=torch.float32, device=self.policy.device)
-                      for g in gens]
+        old_by_row = [
+            torch.as_tensor(g.logprobs, dtype=torch.float32, device=self.policy.device)
+            for g in gens
+        ]
         ref_by_row = None
         if self.reference is not None:
             with torch.no_grad():
-                ref = [self.reference.evaluate(gens[i : i + cfg.minibatch_size])[0]
-                       for i in range(0, len(gens), cfg.minibatch_size)]
+                ref = [
+                    self.reference.evaluate(gens[i : i + cfg.minibatch_size])[0]
+                    for i in range(0, len(gens), cfg.minibatch_size)
+                ]
             ref_by_row = [t for chunk in ref for t in chunk]
         adv_t = torch.as_tensor(adv, dtype=torch.float32, device=self.policy.device)
         for _ in range(cfg.ppo_epochs):
@@ -218,10 +265,20 @@ class Trainer:
                 logp, ent, mask = self.policy.evaluate([gens[i] for i in idx])
                 width = logp.shape[1]
                 old_mb = torch.stack([_fit(old_by_row[i], width) for i in idx])
-                ref_mb = (torch.stack([_fit(ref_by_row[i], width) for i in idx])
-                          if ref_by_row is not None else None)
-                loss, m = ppo_clip_loss(logp, old_mb, adv_t[idx], mask, ref_logprobs=ref_mb,
-                                        entropy=ent, config=cfg.loss)
+                ref_mb = (
+                    torch.stack([_fit(ref_by_row[i], width) for i in idx])
+                    if ref_by_row is not None
+                    else None
+                )
+                loss, m = ppo_clip_loss(
+                    logp,
+                    old_mb,
+                    adv_t[idx],
+                    mask,
+                    ref_logprobs=ref_mb,
+                    entropy=ent,
+                    config=cfg.loss,
+                )
                 self.optim.zero_grad()
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), cfg.max_grad_norm)
@@ -255,8 +312,10 @@ class Trainer:
             "success": batch.success_rate(),
             "return_mean": float(np.mean([t.total_reward for t in trajs])) if trajs else 0.0,
             "turns_mean": float(np.mean([len(t.steps) for t in trajs])) if trajs else 0.0,
-            **{k: losses.get(k, float("nan")) for k in
-               ("loss", "pg_loss", "kl", "entropy", "clip_frac")},
+            **{
+                k: losses.get(k, float("nan"))
+                for k in ("loss", "pg_loss", "kl", "entropy", "clip_frac")
+            },
             "adv_abs_mean": float(np.mean(np.abs(adv))) if len(adv) else 0.0,
             "adv_ms": adv_ms,
             "rollout_s": rollout_s,
@@ -278,8 +337,13 @@ class Trainer:
         n = min(tasks, self.cfg.num_envs)
         with EnvPool([lambda: gym.make(record.id, **kwargs)] * n, backend=self.cfg.backend) as pool:
             pool.reset(seeds=[0] * n)
-            batch = group_rollouts(pool, self.policy, [10_000 + k for k in range(tasks)],
-                                   group_size=1, history_turns=self.cfg.history_turns)
+            batch = group_rollouts(
+                pool,
+                self.policy,
+                [10_000 + k for k in range(tasks)],
+                group_size=1,
+                history_turns=self.cfg.history_turns,
+            )
         return batch.success_rate()
 
     def save(self, path: Path) -> None:
@@ -318,21 +382,31 @@ class Trainer:
             writer = csv.DictWriter(f, fieldnames=METRIC_FIELDS)
             writer.writeheader()
             writer.writerows(self.metrics)
-        plot_curves({self.cfg.algo: self.metrics}, self.out / "curve.png",
-                    title=f"{self.cfg.env_id} ({self.cfg.algo})")
+        plot_curves(
+            {self.cfg.algo: self.metrics},
+            self.out / "curve.png",
+            title=f"{self.cfg.env_id} ({self.cfg.algo})",
+        )
 
     def _open_recorder(self) -> None:
         try:
             from agentgym import trajectory  # written in parallel; optional
         except ImportError:
-            warnings.warn("record=True needs agentgym.trajectory, which is not installed; "
-                          "rollouts are not recorded.", stacklevel=2)
+            warnings.warn(
+                "record=True needs agentgym.trajectory, which is not installed; "
+                "rollouts are not recorded.",
+                stacklevel=2,
+            )
             return
         assert self.out is not None
-        opener = getattr(trajectory, "TrajectoryWriter", None) or getattr(trajectory, "open_writer", None)
+        opener = getattr(trajectory, "TrajectoryWriter", None) or getattr(
+            trajectory, "open_writer", None
+        )
         if opener is None:
-            warnings.warn("agentgym.trajectory has no TrajectoryWriter; rollouts are not recorded.",
-                          stacklevel=2)
+            warnings.warn(
+                "agentgym.trajectory has no TrajectoryWriter; rollouts are not recorded.",
+                stacklevel=2,
+            )
             return
         self._recorder = opener(self.out / "rollouts.agtr")
 
@@ -340,10 +414,18 @@ class Trainer:
         writer = self._recorder
         for t in batch.trajectories:
             for s in t.steps:
-                event = {"type": "step", "env_id": self.cfg.env_id, "seed": t.seed,
-                         "task_id": t.task_id, "trajectory": t.traj_id, "step": s.step,
-                         "action": s.generation.text, "reward": s.reward,
-                         "token_ids": s.generation.token_ids, "logprobs": s.generation.logprobs}
+                event = {
+                    "type": "step",
+                    "env_id": self.cfg.env_id,
+                    "seed": t.seed,
+                    "task_id": t.task_id,
+                    "trajectory": t.traj_id,
+                    "step": s.step,
+                    "action": s.generation.text,
+                    "reward": s.reward,
+                    "token_ids": s.generation.token_ids,
+                    "logprobs": s.generation.logprobs,
+                }
                 try:
                     writer.write(event)
                 except Exception as exc:  # recording must never kill training
@@ -356,8 +438,13 @@ class Trainer:
         cfg = self.cfg
         if cfg.record and self.out is not None:
             self._open_recorder()
-        bar = tqdm(total=cfg.iterations, initial=self.iteration, disable=not cfg.progress,
-                   desc=f"{cfg.algo} {cfg.env_id}", unit="it")
+        bar = tqdm(
+            total=cfg.iterations,
+            initial=self.iteration,
+            disable=not cfg.progress,
+            desc=f"{cfg.algo} {cfg.env_id}",
+            unit="it",
+        )
         try:
             while self.iteration < cfg.iterations:
                 if cfg.max_env_steps is not None and self.env_steps >= cfg.max_env_steps:

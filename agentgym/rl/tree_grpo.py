@@ -43,5 +43,9 @@ def tree_rows(batch: RolloutBatch, cfg: TreeGRPOConfig) -> tuple[list[StepRecord
         eps=cfg.eps,
     )
     rows = [s for t in trajs for s in t.steps]
-    adv = np.concatenate([np.full(len(t.steps), a) for t, a in zip(trajs, adv_leaf)]) if trajs else np.zeros(0)
+    adv = (
+        np.concatenate([np.full(len(t.steps), a) for t, a in zip(trajs, adv_leaf)])
+        if trajs
+        else np.zeros(0)
+    )
     return rows, adv

@@ -64,10 +64,12 @@ def test_gigpo_invalid_penalty_after_discount_stays_on_its_row():
     # singleton anchors -> A_S = 0 even after the penalty; episode scores untouched
     np.testing.assert_allclose(after, plain)
     shared = dict(GIGPO_CASE, state_keys=["s0", "s1", "s0", "s1", "s0"])
-    after = gigpo_advantages(**shared, mode="mean_norm", invalid=invalid, invalid_penalty=0.1,
-                             penalty_timing="after")
-    before = gigpo_advantages(**shared, mode="mean_norm", invalid=invalid, invalid_penalty=0.1,
-                              penalty_timing="before")
+    after = gigpo_advantages(
+        **shared, mode="mean_norm", invalid=invalid, invalid_penalty=0.1, penalty_timing="after"
+    )
+    before = gigpo_advantages(
+        **shared, mode="mean_norm", invalid=invalid, invalid_penalty=0.1, penalty_timing="before"
+    )
     assert not np.allclose(after, before)
     # "before" lowers B's episode score by 0.1 -> mean over rows shifts
     assert before[2] < after[2]
@@ -84,9 +86,7 @@ def test_gigpo_similarity_grouping_merges_near_identical_texts():
 
 def test_tree_grpo_known_values():
     got = tree_grpo_advantages([1, 0, 0, 1, 1, 0], ["q"] * 6, ["t1"] * 3 + ["t2"] * 3)
-    np.testing.assert_allclose(
-        got, [2.0676, -1.4902, -1.4902, 1.4902, 1.4902, -2.0676], atol=1e-4
-    )
+    np.testing.assert_allclose(got, [2.0676, -1.4902, -1.4902, 1.4902, 1.4902, -2.0676], atol=1e-4)
 
 
 def test_grpo_hand_computed():
@@ -121,8 +121,9 @@ def test_all_equal_rewards_give_zero_and_no_nan(mode):
 def test_torch_in_torch_out_and_same_values():
     case = {k: v for k, v in GIGPO_CASE.items()}
     t = torch.tensor(case["rewards"], dtype=torch.float32)
-    got = gigpo_advantages(t, torch.zeros(5, dtype=torch.long),
-                           torch.tensor([0, 0, 1, 1, 1]), case["state_keys"])
+    got = gigpo_advantages(
+        t, torch.zeros(5, dtype=torch.long), torch.tensor([0, 0, 1, 1, 1]), case["state_keys"]
+    )
     assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
     np.testing.assert_allclose(got.numpy(), [10.75, 11, -8.75, -4, -9], atol=1e-5)
     g = grpo_advantages(torch.tensor([1.0, 0.0]), torch.tensor([7, 7]))
@@ -141,8 +142,9 @@ def test_groups_are_independent_and_order_does_not_matter():
     a = gigpo_advantages(rewards, groups, trajs, states, mode="mean_std_norm")
     # permuting rows while keeping each trajectory's order gives the permuted result
     perm = np.lexsort((np.arange(n), -groups))  # different interleaving, stable within traj
-    b = gigpo_advantages(rewards[perm], groups[perm], trajs[perm], states[perm],
-                         mode="mean_std_norm")
+    b = gigpo_advantages(
+        rewards[perm], groups[perm], trajs[perm], states[perm], mode="mean_std_norm"
+    )
     np.testing.assert_allclose(a[perm], b, atol=1e-12)
 
 

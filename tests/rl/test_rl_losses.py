@@ -11,8 +11,13 @@ def _loss(logp, old, adv, mask=None, **cfg):
     logp = torch.tensor([logp], dtype=torch.float64)
     old = torch.tensor([old], dtype=torch.float64)
     mask = torch.ones_like(logp) if mask is None else torch.tensor([mask], dtype=torch.float64)
-    loss, _ = ppo_clip_loss(logp, old, torch.tensor([adv], dtype=torch.float64), mask,
-                            config=PPOLossConfig(kl_coef=0, entropy_coef=0, **cfg))
+    loss, _ = ppo_clip_loss(
+        logp,
+        old,
+        torch.tensor([adv], dtype=torch.float64),
+        mask,
+        config=PPOLossConfig(kl_coef=0, entropy_coef=0, **cfg),
+    )
     return float(loss)
 
 
@@ -53,10 +58,18 @@ def test_entropy_bonus_and_kl_enter_the_loss_with_their_signs():
     ref = torch.full((1, 2), -1.0)
     ent = torch.ones(1, 2)
     mask = torch.ones(1, 2)
-    base, _ = ppo_clip_loss(logp, old, torch.zeros(1), mask,
-                            config=PPOLossConfig(kl_coef=0, entropy_coef=0))
-    full, m = ppo_clip_loss(logp, old, torch.zeros(1), mask, ref_logprobs=ref, entropy=ent,
-                            config=PPOLossConfig(kl_coef=0.5, entropy_coef=0.1))
+    base, _ = ppo_clip_loss(
+        logp, old, torch.zeros(1), mask, config=PPOLossConfig(kl_coef=0, entropy_coef=0)
+    )
+    full, m = ppo_clip_loss(
+        logp,
+        old,
+        torch.zeros(1),
+        mask,
+        ref_logprobs=ref,
+        entropy=ent,
+        config=PPOLossConfig(kl_coef=0.5, entropy_coef=0.1),
+    )
     expected_kl = math.exp(-1) + 1 - 1
     assert math.isclose(m["kl"], expected_kl, rel_tol=1e-6)
     assert math.isclose(float(full - base), 0.5 * expected_kl - 0.1, rel_tol=1e-6)
