@@ -77,7 +77,7 @@ class HTTPPolicy:
             import httpx
         except ImportError as exc:
             raise DependencyMissingError(
-                "HTTPPolicy needs httpx: pip install 'agentgym[serve]'"
+                "httpx (needed by HTTPPolicy)", "pip install httpx"
             ) from exc
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model

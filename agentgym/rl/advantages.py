@@ -102,10 +102,7 @@ def group_normalize(
     ss = np.bincount(codes, weights=dev * dev, minlength=n_groups)
     std = np.sqrt(ss / np.maximum(count - 1.0, 1.0))
     single = count[codes] <= 1
-    if mode == "mean_std_norm":
-        out = dev / (std[codes] + eps)
-    else:
-        out = dev
+    out = dev / (std[codes] + eps) if mode == "mean_std_norm" else dev
     if singleton == "raw":
         out = np.where(single, x, out)  # mean 0, std 1
     elif singleton == "zero":

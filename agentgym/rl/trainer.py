@@ -22,6 +22,7 @@ tokens; the frozen initial policy is the KL reference). Written to ``out_dir``:
 from __future__ import annotations
 
 import csv
+import importlib
 import json
 import logging
 import time
@@ -389,8 +390,8 @@ class Trainer:
         )
 
     def _open_recorder(self) -> None:
-        try:
-            from agentgym import trajectory  # written in parallel; optional
+        try:  # agentgym.trajectory is optional here
+            trajectory = importlib.import_module("agentgym.trajectory")
         except ImportError:
             warnings.warn(
                 "record=True needs agentgym.trajectory, which is not installed; "

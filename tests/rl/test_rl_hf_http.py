@@ -4,6 +4,7 @@
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -106,7 +107,7 @@ def test_hf_policy_greedy_batch_equals_one_by_one(tiny_checkpoint):
 
 
 class _FakeOpenAI(BaseHTTPRequestHandler):
-    requests: list = []
+    requests: ClassVar[list] = []
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

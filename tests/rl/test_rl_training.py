@@ -84,7 +84,8 @@ def test_cli_train_writes_logs_plot_checkpoint_and_resumes(tmp_path):
     assert (out / "checkpoint.pt").exists() and (out / "curve.png").stat().st_size > 0
     args[args.index("--iterations") + 1] = "3"
     assert main([*args, "--resume"]) == 0
-    rows = list(csv.DictReader(open(out / "metrics.csv")))
+    with open(out / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
     assert [int(r["iteration"]) for r in rows] == [0, 1, 2]
     steps = [int(r["env_steps"]) for r in rows]
     assert steps == sorted(steps) and steps[0] > 0
