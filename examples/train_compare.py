@@ -83,7 +83,7 @@ def summarise(out: Path, algos: list[str], seeds: list[int], env: str, budget: i
             continue
         first = [float(r[0]["success"]) for r in rs]
         last = [np.mean([float(x["success"]) for x in r[-3:]]) for r in rs]
-        eps = np.mean([float(x["episodes"]) for r in rs for x in r])
+        eps = np.mean([sum(float(x["episodes"]) for x in r) for r in rs])
         steps = np.mean([float(r[-1]["env_steps"]) for r in rs])
         lines.append(
             f"| {a} | {len(rs)} | {eps:.0f} | {np.mean(first):.3f} ± {np.std(first):.3f} "

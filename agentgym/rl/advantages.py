@@ -69,7 +69,7 @@ def _like(result: np.ndarray, template: Any) -> Any:
     return result
 
 
-def _check_lengths(**arrays: Sequence[Any]) -> int:
+def _check_lengths(**arrays: Any) -> int:
     lengths = {k: len(v) for k, v in arrays.items()}
     if len(set(lengths.values())) > 1:
         raise InvalidConfigError(f"all inputs need one entry per row; got lengths {lengths}.")
