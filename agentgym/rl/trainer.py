@@ -22,6 +22,7 @@ tokens; the frozen initial policy is the KL reference). Written to ``out_dir``:
 from __future__ import annotations
 
 import csv
+import functools
 import importlib
 import json
 import logging
@@ -185,7 +186,8 @@ class Trainer:
         record = get_record(config.env_id)
         kwargs = dict(config.env_kwargs)
         self.pool = EnvPool(
-            [lambda: gym.make(record.id, **kwargs)] * config.num_envs, backend=config.backend
+            [functools.partial(gym.make, record.id, **kwargs)] * config.num_envs,
+            backend=config.backend,
         )
         self.pool.reset(seeds=[config.seed] * config.num_envs)  # wrappers need one reset
 
@@ -336,7 +338,8 @@ class Trainer:
         record = get_record(self.cfg.env_id)
         kwargs = {**self.cfg.env_kwargs, "split": split}
         n = min(tasks, self.cfg.num_envs)
-        with EnvPool([lambda: gym.make(record.id, **kwargs)] * n, backend=self.cfg.backend) as pool:
+        factory = functools.partial(gym.make, record.id, **kwargs)
+        with EnvPool([factory] * n, backend=self.cfg.backend) as pool:
             pool.reset(seeds=[0] * n)
             batch = group_rollouts(
                 pool,
