@@ -412,7 +412,12 @@ class Trainer:
                 stacklevel=2,
             )
             return
-        self._recorder = opener(self.out / "rollouts.agtr")
+        try:
+            self._recorder = opener(self.out / "rollouts.agtr")
+        except Exception as exc:  # an API mismatch must not stop training
+            warnings.warn(
+                f"could not open the .agtr recorder ({exc}); not recording.", stacklevel=2
+            )
 
     def _record(self, batch: RolloutBatch) -> None:
         writer = self._recorder
