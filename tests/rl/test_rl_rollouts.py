@@ -41,8 +41,13 @@ def test_group_members_share_the_task_and_one_call_serves_all_active_envs():
     by_group = {}
     for t in batch.trajectories:
         by_group.setdefault(t.group_id, set()).add(t.task_id)
-        assert t.steps[0].state_key == batch.trajectories[0].steps[0].state_key or t.seed != 11
-    assert all(len(tasks) == 1 for tasks in by_group.values())
+    assert all(len(tasks) == 1 for tasks in by_group.values()) and len(by_group) == 2
+    # the anchor of a step is the state BEFORE its action: step 0 starts at the reset state
+    env = gym.make(ENV, max_turns=6)
+    for seed in (11, 12):
+        start_key = env.reset(seed=seed)[1]["state_key"]
+        firsts = {t.steps[0].state_key for t in batch.trajectories if t.seed == seed}
+        assert firsts == {start_key}
     # all 8 envs start together: the first call has 8 inputs, later calls only active ones
     assert policy.batches[0] == 8
     assert sum(policy.batches) == batch.env_steps == sum(len(t.steps) for t in batch.trajectories)
