@@ -27,20 +27,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--algo", default="gigpo", choices=["gigpo", "grpo", "tree-grpo"])
     p.add_argument("--iterations", type=int, default=20)
     p.add_argument("--max-env-steps", type=int, default=None, help="stop at this env-step budget")
-    p.add_argument("--tasks", type=int, default=8, help="task seeds per iteration")
+    p.add_argument("--tasks", type=int, default=4, help="task seeds per iteration")
     p.add_argument("--group-size", type=int, default=8, help="chains per task (GRPO/GiGPO)")
     p.add_argument("--trees", type=int, default=2, help="Tree-GRPO: trees per task (M)")
     p.add_argument("--expand", type=int, default=2, help="Tree-GRPO: nodes expanded per round (N)")
     p.add_argument("--rounds", type=int, default=1, help="Tree-GRPO: expansion rounds (L)")
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--ppo-epochs", type=int, default=2)
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--ppo-epochs", type=int, default=4)
+    p.add_argument("--minibatch", type=int, default=128, help="rows per gradient step")
     p.add_argument("--kl-coef", type=float, default=0.0, help="KL to the initial policy")
     p.add_argument("--omega", type=float, default=1.0, help="GiGPO step-advantage weight")
     p.add_argument("--gamma", type=float, default=0.95, help="GiGPO discount")
-    p.add_argument("--d-model", type=int, default=64)
+    p.add_argument("--d-model", type=int, default=32)
+    p.add_argument("--prompt-bytes", type=int, default=160, help="prompt tail the byte model reads")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--max-turns", type=int, default=None, help="override the env's turn budget")
-    p.add_argument("--num-envs", type=int, default=64, help="env pool size")
+    p.add_argument("--num-envs", type=int, default=32, help="env pool size")
+    p.add_argument(
+        "--task-seeds",
+        type=int,
+        nargs="*",
+        default=None,
+        help="train on these task seeds only (default: fresh tasks each iteration)",
+    )
     p.add_argument("--backend", default="thread", choices=["thread", "process", "sync"])
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--seed", type=int, default=0)
@@ -81,9 +90,13 @@ def run(args: argparse.Namespace) -> int:
         num_envs=args.num_envs,
         backend=args.backend,
         lr=args.lr,
+        minibatch_size=args.minibatch,
+        task_seeds=args.task_seeds,
         ppo_epochs=args.ppo_epochs,
         device=args.device,
-        model=TransformerConfig(d_model=args.d_model, n_layers=args.layers),
+        model=TransformerConfig(
+            d_model=args.d_model, n_layers=args.layers, max_prompt_bytes=args.prompt_bytes
+        ),
         loss=PPOLossConfig(kl_coef=args.kl_coef),
         gigpo=GiGPOConfig(gamma=args.gamma, omega=args.omega),
         tree=TreeGRPOConfig(trees=args.trees, expand=args.expand, rounds=args.rounds),
