@@ -75,14 +75,14 @@ def summarise(out: Path, algos: list[str], seeds: list[int], env: str, budget: i
         f"Env `{env}`, budget {budget} env steps, seeds {seeds}. Success = fraction of "
         "the iteration's rollout episodes solved.",
         "",
-        "| algo | runs | rollouts in budget (episodes or tree leaves) | first-3-iter success | last-3-iter success | env steps |",
+        "| algo | runs | rollouts in budget (episodes or tree leaves) | first-5-iter success | last-10-iter success | env steps |",
         "|---|---|---|---|---|---|",
     ]
     for a, rs in runs.items():
         if not rs:
             continue
-        first = [np.mean([float(x["success"]) for x in r[:3]]) for r in rs]
-        last = [np.mean([float(x["success"]) for x in r[-3:]]) for r in rs]
+        first = [np.mean([float(x["success"]) for x in r[:5]]) for r in rs]
+        last = [np.mean([float(x["success"]) for x in r[-10:]]) for r in rs]
         eps = np.mean([sum(float(x["episodes"]) for x in r) for r in rs])
         steps = np.mean([float(r[-1]["env_steps"]) for r in rs])
         lines.append(
