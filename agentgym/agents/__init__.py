@@ -5,7 +5,36 @@ See :mod:`agentgym.agents.base` for the interface. Reference policies:
 transformers LLM, an OpenAI-compatible HTTP client) in sibling modules.
 """
 
+from typing import Any
+
 from agentgym.agents.base import Generation, Policy, PolicyInput
 from agentgym.agents.scripted import OraclePolicy, RandomPolicy, make_policy
 
-__all__ = ["Generation", "OraclePolicy", "Policy", "PolicyInput", "RandomPolicy", "make_policy"]
+__all__ = [
+    "Generation",
+    "HFPolicy",
+    "HTTPPolicy",
+    "OraclePolicy",
+    "Policy",
+    "PolicyInput",
+    "RandomPolicy",
+    "TransformerConfig",
+    "TransformerPolicy",
+    "make_policy",
+]
+
+_LAZY = {
+    "TransformerPolicy": "agentgym.agents.transformer",
+    "TransformerConfig": "agentgym.agents.transformer",
+    "HFPolicy": "agentgym.agents.hf",
+    "HTTPPolicy": "agentgym.agents.http",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Learned policies load on first use, so importing agentgym never imports torch."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'agentgym.agents' has no attribute {name!r}")

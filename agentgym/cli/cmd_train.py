@@ -1,0 +1,117 @@
+"""``agentgym train``: train the reference byte-transformer agent with GiGPO, GRPO or Tree-GRPO.
+
+Example::
+
+    agentgym train --env agentgym/Sokoban-Tiny-v0 --algo gigpo --iterations 30 --out runs/tiny
+
+Writes ``metrics.csv``, ``curve.png``, ``config.json`` and ``checkpoint.pt`` to ``--out``;
+``--resume`` continues from the checkpoint there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from agentgym.error import InvalidConfigError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train",
+        help="train the reference agent (GiGPO / GRPO / Tree-GRPO)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--env", required=True, help="env id, e.g. agentgym/Sokoban-Tiny-v0")
+    p.add_argument("--algo", default="gigpo", choices=["gigpo", "grpo", "tree-grpo"])
+    p.add_argument("--iterations", type=int, default=20)
+    p.add_argument("--max-env-steps", type=int, default=None, help="stop at this env-step budget")
+    p.add_argument("--tasks", type=int, default=4, help="task seeds per iteration")
+    p.add_argument("--group-size", type=int, default=8, help="chains per task (GRPO/GiGPO)")
+    p.add_argument("--trees", type=int, default=2, help="Tree-GRPO: trees per task (M)")
+    p.add_argument("--expand", type=int, default=2, help="Tree-GRPO: nodes expanded per round (N)")
+    p.add_argument("--rounds", type=int, default=1, help="Tree-GRPO: expansion rounds (L)")
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--ppo-epochs", type=int, default=4)
+    p.add_argument("--minibatch", type=int, default=128, help="rows per gradient step")
+    p.add_argument("--kl-coef", type=float, default=0.0, help="KL to the initial policy")
+    p.add_argument("--omega", type=float, default=1.0, help="GiGPO step-advantage weight")
+    p.add_argument("--gamma", type=float, default=0.95, help="GiGPO discount")
+    p.add_argument("--d-model", type=int, default=32)
+    p.add_argument("--prompt-bytes", type=int, default=160, help="prompt tail the byte model reads")
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--max-turns", type=int, default=None, help="override the env's turn budget")
+    p.add_argument("--num-envs", type=int, default=32, help="env pool size")
+    p.add_argument(
+        "--task-seeds",
+        type=int,
+        nargs="*",
+        default=None,
+        help="train on these task seeds only (default: fresh tasks each iteration)",
+    )
+    p.add_argument("--backend", default="thread", choices=["thread", "process", "sync"])
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eval-every", type=int, default=0, help="test-split eval period (0: off)")
+    p.add_argument("--env-kwargs", default="{}", help="JSON dict passed to gym.make")
+    p.add_argument("--out", default=None, help="output folder (metrics, plot, checkpoint)")
+    p.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt")
+    p.add_argument("--record", action="store_true", help="record rollouts to .agtr")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from agentgym.agents.transformer import TransformerConfig
+    from agentgym.rl.gigpo import GiGPOConfig
+    from agentgym.rl.losses import PPOLossConfig
+    from agentgym.rl.trainer import TrainConfig, train
+    from agentgym.rl.tree_grpo import TreeGRPOConfig
+
+    try:
+        env_kwargs = json.loads(args.env_kwargs)
+    except json.JSONDecodeError as exc:
+        raise InvalidConfigError(
+            f"--env-kwargs must be a JSON object, got {args.env_kwargs!r} ({exc}). "
+            "Example: --env-kwargs '{\"max_turns\": 8}'"
+        ) from exc
+    if args.max_turns is not None:
+        env_kwargs["max_turns"] = args.max_turns
+    cfg = TrainConfig(
+        env_id=args.env,
+        algo=args.algo,
+        iterations=args.iterations,
+        max_env_steps=args.max_env_steps,
+        tasks_per_iter=args.tasks,
+        group_size=args.group_size,
+        seed=args.seed,
+        env_kwargs=env_kwargs,
+        num_envs=args.num_envs,
+        backend=args.backend,
+        lr=args.lr,
+        minibatch_size=args.minibatch,
+        task_seeds=args.task_seeds,
+        ppo_epochs=args.ppo_epochs,
+        device=args.device,
+        model=TransformerConfig(
+            d_model=args.d_model, n_layers=args.layers, max_prompt_bytes=args.prompt_bytes
+        ),
+        loss=PPOLossConfig(kl_coef=args.kl_coef),
+        gigpo=GiGPOConfig(gamma=args.gamma, omega=args.omega),
+        tree=TreeGRPOConfig(trees=args.trees, expand=args.expand, rounds=args.rounds),
+        eval_every=args.eval_every,
+        out_dir=args.out,
+        resume=args.resume,
+        progress=not args.no_progress,
+        record=args.record,
+    )
+    result = train(cfg)
+    last = result.metrics[-1] if result.metrics else {}
+    print(
+        f"trained {len(result.metrics)} iterations, {last.get('env_steps', 0)} env steps; "
+        f"last success {last.get('success', 0):.2f}"
+    )
+    if result.out_dir:
+        print(f"metrics: {result.out_dir / 'metrics.csv'}  plot: {result.out_dir / 'curve.png'}")
+    return 0

@@ -1,0 +1,65 @@
+"""GiGPO (Group-in-Group Policy Optimization, arXiv 2505.10978) on group rollouts.
+
+Rollouts: :func:`agentgym.rl.rollouts.group_rollouts`. Every step is a row with its episode
+group (task + seed), trajectory, reward and anchor state (``state_key`` before the action).
+
+    A_E(i)    = norm_g( sum_t r_{i,t} )                 episode advantage (rows or trajectories)
+    G_{i,t}   = sum_k gamma^k r_{i,t+k}                 discounted step return
+    A_S(i,t)  = norm_{g, s_{i,t}}( G_{i,t} )            over rows sharing the anchor state
+    A(i,t)    = A_E(i) + omega * A_S(i,t)
+
+See :func:`agentgym.rl.advantages.gigpo_advantages` for the flags where the paper and the
+official code differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from agentgym.rl.advantages import gigpo_advantages
+from agentgym.rl.rollouts import RolloutBatch, StepRecord
+
+
+@dataclass
+class GiGPOConfig:
+    """GiGPO hyperparameters (defaults: the paper's runs)."""
+
+    gamma: float = 0.95
+    """Discount of the step returns."""
+    omega: float = 1.0
+    """Weight of the step advantage."""
+    mode: str = "mean_norm"
+    """``mean_norm`` or ``mean_std_norm``."""
+    episode_stats: str = "rows"
+    """``rows`` (official code) or ``trajectories`` (paper Eq. 3)."""
+    invalid_penalty: float = 0.0
+    """Subtracted from invalid-action rows (the code uses 0.1; agentgym envs already
+    include a ``format`` reward component, so 0 by default)."""
+    penalty_timing: str = "after"
+    """``after`` discounting (code) or ``before``."""
+    similarity_threshold: float | None = None
+    """Group anchors by text similarity instead of equality (search-style envs)."""
+    eps: float = 1e-6
+
+
+def gigpo_rows(batch: RolloutBatch, cfg: GiGPOConfig) -> tuple[list[StepRecord], np.ndarray]:
+    """Training rows (every step) and their GiGPO advantages."""
+    rows = batch.steps
+    adv = gigpo_advantages(
+        np.array([r.reward for r in rows], dtype=np.float64),
+        [r.group_id for r in rows],
+        [r.traj_id for r in rows],
+        [r.state_key for r in rows],
+        gamma=cfg.gamma,
+        omega=cfg.omega,
+        mode=cfg.mode,
+        episode_stats=cfg.episode_stats,
+        eps=cfg.eps,
+        invalid=[not r.valid for r in rows],
+        invalid_penalty=cfg.invalid_penalty,
+        penalty_timing=cfg.penalty_timing,
+        similarity_threshold=cfg.similarity_threshold,
+    )
+    return rows, np.asarray(adv)

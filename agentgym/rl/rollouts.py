@@ -1,0 +1,410 @@
+"""Rollouts for group-based RL: N envs per task sharing the seed, and trees of branches.
+
+Both kinds run on one engine, :func:`run_chains`: a list of *starts* (a fresh reset with a
+seed, or a restored snapshot plus its chat), a pool of env slots, and a policy. Each turn
+every active slot contributes one :class:`~agentgym.agents.PolicyInput` and the policy is
+called ONCE for all of them; envs finish at different turns and are stepped only while
+active; a freed slot takes the next pending start. The chat the policy reads is kept here
+(system prompt, task, last ``history_turns`` turn pairs), so it can be branched with the env.
+
+* :func:`group_rollouts` — GRPO / GiGPO: for each task seed, ``group_size`` chains from the
+  same reset. Each step row keeps its anchor ``state_key`` (the state BEFORE the action).
+* :func:`tree_rollouts` — Tree-GRPO: per task ``trees`` chains, then ``rounds`` rounds
+  each expanding ``expand`` nodes per tree, drawn uniformly with replacement from the root
+  and the non-leaf step nodes, continued to the end from the env's ``snapshot()``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from agentgym.agents.base import Generation, Policy, PolicyInput
+from agentgym.vector import EnvPool
+from agentgym.wrappers.chat import observation_message
+
+Message = dict[str, Any]
+
+
+@dataclass
+class Chat:
+    """The conversation a policy reads: a fixed head and a window of recent turn pairs."""
+
+    head: list[Message]
+    turns: list[tuple[Message, Message]] = field(default_factory=list)
+
+    def messages(self, history_turns: int | None) -> list[Message]:
+        if history_turns is None:
+            kept = self.turns
+        else:
+            kept = self.turns[len(self.turns) - history_turns :] if history_turns else []
+        out = list(self.head)
+        for pair in kept:
+            out.extend(pair)
+        return out
+
+    def branch(self) -> Chat:
+        return Chat(list(self.head), list(self.turns))
+
+
+@dataclass
+class StepRecord:
+    """One agent step: one training row."""
+
+    group_id: str
+    traj_id: int
+    step: int
+    state_key: str
+    """Anchor: the env's ``state_key`` before the action."""
+    generation: Generation
+    reward: float
+    valid: bool
+    done: bool
+    success: bool = False
+    node: int = -1
+    """Index of this step's node in its tree (tree rollouts), else -1."""
+
+
+@dataclass
+class Trajectory:
+    """One chain (group rollouts) or one root-to-leaf path (tree rollouts)."""
+
+    traj_id: int
+    group_id: str
+    seed: int
+    task_id: str
+    steps: list[StepRecord]
+    tree_id: int | None = None
+
+    @property
+    def total_reward(self) -> float:
+        return float(sum(s.reward for s in self.steps))
+
+    @property
+    def success(self) -> bool:
+        return bool(self.steps and self.steps[-1].success)
+
+
+@dataclass
+class RolloutBatch:
+    """What one round of rollouts produced."""
+
+    trajectories: list[Trajectory]
+    env_steps: int
+    """Env ``step`` calls executed (the budget unit)."""
+    policy_calls: int
+    tokens: int
+    seconds: float
+
+    @property
+    def steps(self) -> list[StepRecord]:
+        return [s for t in self.trajectories for s in t.steps]
+
+    def success_rate(self) -> float:
+        return float(np.mean([t.success for t in self.trajectories])) if self.trajectories else 0.0
+
+
+@dataclass
+class Start:
+    """Where a chain begins: a fresh ``reset(seed)`` or a restored snapshot."""
+
+    group_id: str
+    seed: int
+    snapshot: Any = None
+    chat: Chat | None = None
+    info: dict[str, Any] | None = None
+    tag: Any = None
+    """Caller's bookkeeping (e.g. tree and parent node), handed back with the chain."""
+
+
+@dataclass
+class Chain:
+    """The steps a start produced, with the env snapshot and chat after each (if kept)."""
+
+    start: Start
+    task_id: str
+    root_snapshot: Any
+    root_chat: Chat
+    root_info: dict[str, Any]
+    steps: list[StepRecord]
+    snapshots: list[Any]
+    chats: list[Chat]
+    infos: list[dict[str, Any]]
+
+
+def run_chains(
+    pool: EnvPool,
+    policy: Policy,
+    starts: Sequence[Start],
+    *,
+    next_traj_id: Callable[[], int],
+    history_turns: int | None = 1,
+    keep_snapshots: bool = False,
+    stats: dict[str, float] | None = None,
+) -> list[Chain]:
+    """Run every start to the end of its episode; see the module docstring."""
+    stats = stats if stats is not None else {}
+    pending = list(range(len(starts)))[::-1]
+    free = list(range(pool.num_envs))[::-1]
+    active: dict[int, int] = {}  # slot -> start index
+    chains: list[Chain | None] = [None] * len(starts)
+    chats: dict[int, Chat] = {}
+    infos: dict[int, dict[str, Any]] = {}
+    trajs: dict[int, int] = {}
+
+    def begin(slot: int, k: int) -> None:
+        st = starts[k]
+        if st.snapshot is None:
+            obs, info = pool.reset([slot], seeds=[st.seed])[0]
+            head = []
+            if info.get("system_prompt"):
+                head.append({"role": "system", "content": info["system_prompt"]})
+            head.append(observation_message(obs, "user"))
+            chat = Chat(head)
+        else:
+            pool.call("restore", st.snapshot, indices=[slot])
+            assert st.chat is not None and st.info is not None
+            chat, info = st.chat.branch(), dict(st.info)
+        root_snap = pool.call("snapshot", indices=[slot])[0] if keep_snapshots else None
+        chats[slot], infos[slot] = chat, info
+        trajs[slot] = next_traj_id()
+        chains[k] = Chain(
+            st, info.get("task_id", ""), root_snap, chat.branch(), dict(info), [], [], [], []
+        )
+        active[slot] = k
+
+    while pending and free:
+        begin(free.pop(), pending.pop())
+    while active:
+        slots = sorted(active)
+        inputs = [
+            PolicyInput(messages=chats[s].messages(history_turns), info=infos[s]) for s in slots
+        ]
+        gens = policy.act(inputs)
+        stats["policy_calls"] = stats.get("policy_calls", 0) + 1
+        stats["tokens"] = stats.get("tokens", 0) + sum(
+            0 if g.token_ids is None else len(g.token_ids) for g in gens
+        )
+        results = pool.step({s: g.text for s, g in zip(slots, gens)})
+        stats["env_steps"] = stats.get("env_steps", 0) + len(slots)
+        done_slots = []
+        for s, gen in zip(slots, gens):
+            res = results[s]
+            chain = chains[active[s]]
+            assert chain is not None
+            done = bool(res.terminated or res.truncated)
+            chain.steps.append(
+                StepRecord(
+                    group_id=starts[active[s]].group_id,
+                    traj_id=trajs[s],
+                    step=len(chain.steps),
+                    state_key=str(infos[s].get("state_key", "")),
+                    generation=gen,
+                    reward=float(res.reward),
+                    valid=bool(res.info.get("action_valid", True)),
+                    done=done,
+                    success=bool(res.info.get("success", False)) if done else False,
+                )
+            )
+            chats[s].turns.append(
+                ({"role": "assistant", "content": gen.text}, observation_message(res.obs, "user"))
+            )
+            merged = {**infos[s], **res.info}
+            if "admissible_actions" not in res.info:
+                merged.pop("admissible_actions", None)
+            infos[s] = merged
+            if keep_snapshots:
+                chain.snapshots.append(None)  # live ones filled below in one pool call
+                chain.chats.append(chats[s].branch())
+                chain.infos.append(dict(merged))
+            if done:
+                done_slots.append(s)
+        if keep_snapshots:
+            live = [s for s in slots if s not in done_slots]
+            if live:
+                snaps = pool.call("snapshot", indices=live)
+                for s, snap in zip(live, snaps):
+                    chain = chains[active[s]]
+                    assert chain is not None
+                    chain.snapshots[-1] = snap
+        for s in done_slots:
+            del active[s]
+            free.append(s)
+        while pending and free:
+            begin(free.pop(), pending.pop())
+    return [c for c in chains if c is not None]
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def __call__(self) -> int:
+        self.n += 1
+        return self.n - 1
+
+
+def group_rollouts(
+    pool: EnvPool,
+    policy: Policy,
+    seeds: Sequence[int],
+    *,
+    group_size: int,
+    history_turns: int | None = 1,
+    group_prefix: str = "",
+    traj_counter: Callable[[], int] | None = None,
+) -> RolloutBatch:
+    """``group_size`` chains per task seed, all sharing that seed (GRPO / GiGPO)."""
+    t0 = time.perf_counter()
+    starts = [
+        Start(group_id=f"{group_prefix}{seed}", seed=int(seed))
+        for seed in seeds
+        for _ in range(group_size)
+    ]
+    stats: dict[str, float] = {}
+    chains = run_chains(
+        pool,
+        policy,
+        starts,
+        next_traj_id=traj_counter or _Counter(),
+        history_turns=history_turns,
+        stats=stats,
+    )
+    trajs = [
+        Trajectory(
+            c.steps[0].traj_id if c.steps else -1,
+            c.start.group_id,
+            c.start.seed,
+            c.task_id,
+            c.steps,
+        )
+        for c in chains
+    ]
+    return RolloutBatch(
+        trajs,
+        int(stats.get("env_steps", 0)),
+        int(stats.get("policy_calls", 0)),
+        int(stats.get("tokens", 0)),
+        time.perf_counter() - t0,
+    )
+
+
+@dataclass
+class _Node:
+    parent: int  # -1 for children of the root
+    record: StepRecord | None
+    snapshot: Any
+    chat: Chat
+    info: dict[str, Any]
+    done: bool
+
+
+def tree_rollouts(
+    pool: EnvPool,
+    policy: Policy,
+    seeds: Sequence[int],
+    *,
+    trees: int = 2,
+    expand: int = 2,
+    rounds: int = 1,
+    rng: np.random.Generator,
+    history_turns: int | None = 1,
+    group_prefix: str = "",
+    traj_counter: Callable[[], int] | None = None,
+) -> RolloutBatch:
+    """Tree-GRPO sampling (see the module docstring); one trajectory per root-to-leaf path.
+
+    Nodes are complete agent steps. Every tree starts as one full chain from ``reset(seed)``;
+    each round samples ``expand`` nodes per tree uniformly WITH replacement from the root and
+    its non-terminal step nodes, restores the env and chat there and continues to the end.
+    ``Trajectory.tree_id`` says which tree a leaf belongs to (unique per task).
+    """
+    t0 = time.perf_counter()
+    counter = traj_counter or _Counter()
+    stats: dict[str, float] = {}
+    # forest[(seed, tree)] -> node list; node 0 is the root (state after reset)
+    forest: dict[tuple[int, int], list[_Node]] = {}
+
+    def absorb(chains: list[Chain]) -> None:
+        for c in chains:
+            seed, tree, parent = c.start.tag
+            nodes = forest.setdefault((seed, tree), [])
+            if not nodes:
+                nodes.append(_Node(-2, None, c.root_snapshot, c.root_chat, c.root_info, False))
+            prev = parent
+            for rec, snap, chat, info in zip(c.steps, c.snapshots, c.chats, c.infos):
+                nodes.append(_Node(prev, rec, snap, chat, info, rec.done))
+                rec.node = len(nodes) - 1
+                prev = len(nodes) - 1
+
+    starts = [
+        Start(group_id=f"{group_prefix}{seed}", seed=int(seed), tag=(int(seed), m, 0))
+        for seed in seeds
+        for m in range(trees)
+    ]
+    absorb(
+        run_chains(
+            pool,
+            policy,
+            starts,
+            next_traj_id=counter,
+            history_turns=history_turns,
+            keep_snapshots=True,
+            stats=stats,
+        )
+    )
+    for _ in range(rounds):
+        starts = []
+        for (seed, tree), nodes in forest.items():
+            open_nodes = [i for i, n in enumerate(nodes) if not n.done]
+            for pick in rng.choice(open_nodes, size=expand, replace=True):
+                n = nodes[int(pick)]
+                starts.append(
+                    Start(
+                        group_id=f"{group_prefix}{seed}",
+                        seed=seed,
+                        snapshot=n.snapshot,
+                        chat=n.chat,
+                        info=n.info,
+                        tag=(seed, tree, int(pick)),
+                    )
+                )
+        absorb(
+            run_chains(
+                pool,
+                policy,
+                starts,
+                next_traj_id=counter,
+                history_turns=history_turns,
+                keep_snapshots=True,
+                stats=stats,
+            )
+        )
+    trajs = []
+    for (seed, tree), nodes in forest.items():
+        task_id = str(nodes[0].info.get("task_id", ""))
+        for i, n in enumerate(nodes):
+            if i == 0 or not n.done:
+                continue
+            path: list[StepRecord] = []
+            j = i
+            while j > 0:
+                rec = nodes[j].record
+                assert rec is not None
+                path.append(rec)
+                j = nodes[j].parent
+            path.reverse()
+            trajs.append(
+                Trajectory(counter(), f"{group_prefix}{seed}", seed, task_id, path, tree_id=tree)
+            )
+    return RolloutBatch(
+        trajs,
+        int(stats.get("env_steps", 0)),
+        int(stats.get("policy_calls", 0)),
+        int(stats.get("tokens", 0)),
+        time.perf_counter() - t0,
+    )

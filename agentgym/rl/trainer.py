@@ -1,0 +1,539 @@
+"""The training loop: rollouts -> advantages -> PPO-clip updates, with logs and checkpoints.
+
+Python API::
+
+    from agentgym.rl import TrainConfig, train
+    result = train(TrainConfig(env_id="agentgym/Sokoban-Tiny-v0", algo="gigpo", iterations=20,
+                               out_dir="runs/sokoban-gigpo"))
+
+Command line: ``agentgym train --env agentgym/Sokoban-Tiny-v0 --algo gigpo --out runs/x``.
+
+Each iteration draws ``tasks_per_iter`` fresh task seeds (never repeated across iterations),
+collects rollouts with the algorithm's sampler, turns them into step rows with advantages,
+then runs ``ppo_epochs`` passes of minibatched PPO-clip updates (token-mean over generated
+tokens; the frozen initial policy is the KL reference). Written to ``out_dir``:
+
+* ``metrics.csv`` — one row per iteration (stable column names, see :data:`METRIC_FIELDS`);
+* ``curve.png`` — success rate against env steps (matplotlib, if installed);
+* ``checkpoint.pt`` — policy, optimiser, RNG and iteration; ``resume=True`` continues;
+* ``config.json`` — the full configuration.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import importlib
+import json
+import logging
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from agentgym.agents.transformer import TransformerConfig, TransformerPolicy
+from agentgym.error import InvalidConfigError
+from agentgym.registry import get_record
+from agentgym.rl.gigpo import GiGPOConfig, gigpo_rows
+from agentgym.rl.grpo import GRPOConfig, grpo_rows
+from agentgym.rl.losses import PPOLossConfig, ppo_clip_loss
+from agentgym.rl.rollouts import RolloutBatch, StepRecord, group_rollouts, tree_rollouts
+from agentgym.rl.tree_grpo import TreeGRPOConfig, tree_rows
+from agentgym.vector import EnvPool
+
+logger = logging.getLogger(__name__)
+
+ALGOS = ("gigpo", "grpo", "tree-grpo")
+
+METRIC_FIELDS = [
+    "iteration",
+    "env_steps",
+    "episodes",
+    "success",
+    "return_mean",
+    "turns_mean",
+    "loss",
+    "pg_loss",
+    "kl",
+    "entropy",
+    "clip_frac",
+    "adv_abs_mean",
+    "adv_ms",
+    "rollout_s",
+    "update_s",
+    "eval_success",
+]
+
+
+@dataclass
+class TrainConfig:
+    """Everything a run needs; saved as ``config.json`` next to the metrics."""
+
+    env_id: str = "agentgym/Sokoban-Tiny-v0"
+    """Any registered single-agent env id."""
+    algo: str = "gigpo"
+    """``gigpo``, ``grpo`` or ``tree-grpo``."""
+    iterations: int = 20
+    """Training iterations (each: rollouts then PPO updates)."""
+    max_env_steps: int | None = None
+    """Stop once this many env steps were used (for equal-budget comparisons)."""
+    tasks_per_iter: int = 8
+    """Distinct task seeds per iteration."""
+    group_size: int = 8
+    """Chains per task seed (GRPO / GiGPO)."""
+    seed: int = 0
+    """Seeds the model init, sampling and the task seeds."""
+    task_seeds: list[int] | None = None
+    """Train on these task seeds only (cycled ``tasks_per_iter`` at a time) instead of fresh
+    ones each iteration; e.g. ``[7]`` to check a model can learn one level."""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Passed to ``gym.make`` (e.g. ``max_turns``, ``reward_weights``)."""
+    history_turns: int | None = 1
+    """Turn pairs of chat history the policy sees."""
+    num_envs: int = 64
+    """Env pool size (concurrent chains)."""
+    backend: str = "thread"
+    """Env pool backend: ``thread``, ``process`` or ``sync``."""
+    lr: float = 1e-3
+    ppo_epochs: int = 2
+    minibatch_size: int = 512
+    max_grad_norm: float = 1.0
+    device: str = "cpu"
+    """``cuda`` batches the policy on a GPU."""
+    model: TransformerConfig = field(default_factory=TransformerConfig)
+    loss: PPOLossConfig = field(default_factory=lambda: PPOLossConfig(kl_coef=0.0))
+    """PPO settings. KL is off by default: the reference of a from-scratch model is its
+    random initialisation. Set ``kl_coef`` (e.g. 0.01) when fine-tuning a pretrained one."""
+    grpo: GRPOConfig = field(default_factory=GRPOConfig)
+    gigpo: GiGPOConfig = field(default_factory=GiGPOConfig)
+    tree: TreeGRPOConfig = field(default_factory=TreeGRPOConfig)
+    eval_every: int = 0
+    """Evaluate on the test split every this many iterations (0: never)."""
+    eval_tasks: int = 32
+    out_dir: str | None = None
+    """Where metrics, plot and checkpoint go (None: keep nothing on disk)."""
+    checkpoint_every: int = 5
+    resume: bool = False
+    """Continue from ``out_dir/checkpoint.pt`` if it exists."""
+    progress: bool = True
+    record: bool = False
+    """Also record rollouts to ``out_dir/rollouts.agtr`` (needs ``agentgym.trajectory``)."""
+
+    def validate(self) -> None:
+        if self.algo not in ALGOS:
+            raise InvalidConfigError(f"algo must be one of {ALGOS}, got {self.algo!r}.")
+        for name in (
+            "iterations",
+            "tasks_per_iter",
+            "group_size",
+            "num_envs",
+            "ppo_epochs",
+            "minibatch_size",
+        ):
+            if getattr(self, name) < 1:
+                raise InvalidConfigError(f"{name} must be >= 1, got {getattr(self, name)}.")
+        get_record(self.env_id)  # raises a typed error with suggestions for unknown ids
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        nested = {
+            "model": TransformerConfig,
+            "loss": PPOLossConfig,
+            "grpo": GRPOConfig,
+            "gigpo": GiGPOConfig,
+            "tree": TreeGRPOConfig,
+        }
+        kw = {k: (nested[k](**v) if k in nested else v) for k, v in data.items()}
+        return cls(**kw)
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` returns."""
+
+    metrics: list[dict[str, Any]]
+    policy: TransformerPolicy
+    out_dir: Path | None
+
+
+class Trainer:
+    """Owns the env pool, policy, optimiser and logs of one run; see the module docstring."""
+
+    def __init__(self, config: TrainConfig):
+        config.validate()
+        self.cfg = config
+        self.policy = TransformerPolicy(config.model, device=config.device, seed=config.seed)
+        self.reference = self.policy.frozen_copy() if config.loss.kl_coef else None
+        self.optim = torch.optim.AdamW(self.policy.model.parameters(), lr=config.lr)
+        self.rng = np.random.default_rng(config.seed)
+        self.iteration = 0
+        self.env_steps = 0
+        self.metrics: list[dict[str, Any]] = []
+        self._traj = 0
+        self.out = Path(config.out_dir) if config.out_dir else None
+        self._recorder: Any = None
+        if self.out:
+            self.out.mkdir(parents=True, exist_ok=True)
+            if config.resume and (self.out / "checkpoint.pt").exists():
+                self.load(self.out / "checkpoint.pt")
+            (self.out / "config.json").write_text(json.dumps(asdict(config), indent=2))
+        record = get_record(config.env_id)
+        kwargs = dict(config.env_kwargs)
+        self.pool = EnvPool(
+            [functools.partial(gym.make, record.id, **kwargs)] * config.num_envs,
+            backend=config.backend,
+        )
+        self.pool.reset(seeds=[config.seed] * config.num_envs)  # wrappers need one reset
+
+    # ---- one iteration ---------------------------------------------------------------------
+
+    def _next_traj(self) -> int:
+        self._traj += 1
+        return self._traj
+
+    def _seeds(self, iteration: int) -> list[int]:
+        if self.cfg.task_seeds:
+            fixed = self.cfg.task_seeds
+            k = self.cfg.tasks_per_iter
+            return [fixed[(iteration * k + j) % len(fixed)] for j in range(k)]
+        base = 1_000_003 * self.cfg.seed + iteration * self.cfg.tasks_per_iter
+        return [base + k for k in range(self.cfg.tasks_per_iter)]
+
+    def rollout(self, iteration: int) -> RolloutBatch:
+        cfg = self.cfg
+        seeds = self._seeds(iteration)
+        if cfg.algo == "tree-grpo":
+            return tree_rollouts(
+                self.pool,
+                self.policy,
+                seeds,
+                trees=cfg.tree.trees,
+                expand=cfg.tree.expand,
+                rounds=cfg.tree.rounds,
+                rng=self.rng,
+                history_turns=cfg.history_turns,
+                group_prefix=f"{iteration}:",
+                traj_counter=self._next_traj,
+            )
+        return group_rollouts(
+            self.pool,
+            self.policy,
+            seeds,
+            group_size=cfg.group_size,
+            history_turns=cfg.history_turns,
+            group_prefix=f"{iteration}:",
+            traj_counter=self._next_traj,
+        )
+
+    def advantages(self, batch: RolloutBatch) -> tuple[list[StepRecord], np.ndarray]:
+        if self.cfg.algo == "gigpo":
+            return gigpo_rows(batch, self.cfg.gigpo)
+        if self.cfg.algo == "grpo":
+            return grpo_rows(batch, self.cfg.grpo)
+        return tree_rows(batch, self.cfg.tree)
+
+    def update(self, rows: list[StepRecord], adv: np.ndarray) -> dict[str, float]:
+        """``ppo_epochs`` passes of minibatched PPO-clip over the rows."""
+        cfg = self.cfg
+        gens = [r.generation for r in rows]
+        sums: dict[str, float] = {}
+        n_mb = 0
+        if not rows:
+            return {}
+        # old logprobs: what the sampling policy reported (same weights, no dropout);
+        # reference logprobs: the frozen initial policy (only when the KL term is on)
+        old_by_row = [
+            torch.as_tensor(g.logprobs, dtype=torch.float32, device=self.policy.device)
+            for g in gens
+        ]
+        ref_by_row = None
+        if self.reference is not None:
+            with torch.no_grad():
+                ref = [
+                    self.reference.evaluate(gens[i : i + cfg.minibatch_size])[0]
+                    for i in range(0, len(gens), cfg.minibatch_size)
+                ]
+            ref_by_row = [t for chunk in ref for t in chunk]
+        adv_t = torch.as_tensor(adv, dtype=torch.float32, device=self.policy.device)
+        for _ in range(cfg.ppo_epochs):
+            order = self.rng.permutation(len(rows))
+            for start in range(0, len(rows), cfg.minibatch_size):
+                idx = order[start : start + cfg.minibatch_size]
+                logp, ent, mask = self.policy.evaluate([gens[i] for i in idx])
+                width = logp.shape[1]
+                old_mb = torch.stack([_fit(old_by_row[i], width) for i in idx])
+                ref_mb = (
+                    torch.stack([_fit(ref_by_row[i], width) for i in idx])
+                    if ref_by_row is not None
+                    else None
+                )
+                loss, m = ppo_clip_loss(
+                    logp,
+                    old_mb,
+                    adv_t[idx],
+                    mask,
+                    ref_logprobs=ref_mb,
+                    entropy=ent,
+                    config=cfg.loss,
+                )
+                self.optim.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), cfg.max_grad_norm)
+                self.optim.step()
+                m["loss"] = float(loss.detach())
+                for k, v in m.items():
+                    sums[k] = sums.get(k, 0.0) + v
+                n_mb += 1
+        return {k: v / max(1, n_mb) for k, v in sums.items()}
+
+    def step(self) -> dict[str, Any]:
+        """Run one iteration and return its metrics row."""
+        it = self.iteration
+        t0 = time.perf_counter()
+        batch = self.rollout(it)
+        rollout_s = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        rows, adv = self.advantages(batch)
+        adv_ms = (time.perf_counter() - t1) * 1000
+        t2 = time.perf_counter()
+        losses = self.update(rows, adv)
+        update_s = time.perf_counter() - t2
+        self.env_steps += batch.env_steps
+        if self._recorder is not None:
+            self._record(batch)
+        trajs = batch.trajectories
+        row: dict[str, Any] = {
+            "iteration": it,
+            "env_steps": self.env_steps,
+            "episodes": len(trajs),
+            "success": batch.success_rate(),
+            "return_mean": float(np.mean([t.total_reward for t in trajs])) if trajs else 0.0,
+            "turns_mean": float(np.mean([len(t.steps) for t in trajs])) if trajs else 0.0,
+            **{
+                k: losses.get(k, float("nan"))
+                for k in ("loss", "pg_loss", "kl", "entropy", "clip_frac")
+            },
+            "adv_abs_mean": float(np.mean(np.abs(adv))) if len(adv) else 0.0,
+            "adv_ms": adv_ms,
+            "rollout_s": rollout_s,
+            "update_s": update_s,
+            "eval_success": "",
+        }
+        if self.cfg.eval_every and (it + 1) % self.cfg.eval_every == 0:
+            row["eval_success"] = self.evaluate(self.cfg.eval_tasks)
+        self.iteration += 1
+        self.metrics.append(row)
+        return row
+
+    # ---- evaluation, logging, persistence --------------------------------------------------
+
+    def evaluate(self, tasks: int, split: str = "test") -> float:
+        """Success rate on ``tasks`` test-split tasks, one sampled episode each."""
+        record = get_record(self.cfg.env_id)
+        kwargs = {**self.cfg.env_kwargs, "split": split}
+        n = min(tasks, self.cfg.num_envs)
+        factory = functools.partial(gym.make, record.id, **kwargs)
+        with EnvPool([factory] * n, backend=self.cfg.backend) as pool:
+            pool.reset(seeds=[0] * n)
+            batch = group_rollouts(
+                pool,
+                self.policy,
+                [10_000 + k for k in range(tasks)],
+                group_size=1,
+                history_turns=self.cfg.history_turns,
+            )
+        return batch.success_rate()
+
+    def save(self, path: Path) -> None:
+        torch.save(
+            {
+                "policy": self.policy.state_dict(),
+                "optim": self.optim.state_dict(),
+                "reference": self.reference.state_dict() if self.reference else None,
+                "iteration": self.iteration,
+                "env_steps": self.env_steps,
+                "rng": self.rng.bit_generator.state,
+                "torch_rng": self.policy.generator.get_state(),
+                "metrics": self.metrics,
+                "traj": self._traj,
+            },
+            path,
+        )
+
+    def load(self, path: Path) -> None:
+        state = torch.load(path, map_location=self.policy.device, weights_only=False)
+        self.policy.load_state_dict(state["policy"])
+        self.optim.load_state_dict(state["optim"])
+        if self.reference is not None and state.get("reference"):
+            self.reference.load_state_dict(state["reference"])
+        self.iteration = state["iteration"]
+        self.env_steps = state["env_steps"]
+        self.rng.bit_generator.state = state["rng"]
+        self.policy.generator.set_state(state["torch_rng"])
+        self.metrics = list(state["metrics"])
+        self._traj = state["traj"]
+        logger.info("resumed from %s at iteration %d", path, self.iteration)
+
+    def _write_logs(self) -> None:
+        assert self.out is not None
+        with open(self.out / "metrics.csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=METRIC_FIELDS)
+            writer.writeheader()
+            writer.writerows(self.metrics)
+        plot_curves(
+            {self.cfg.algo: self.metrics},
+            self.out / "curve.png",
+            title=f"{self.cfg.env_id} ({self.cfg.algo})",
+        )
+
+    def _open_recorder(self) -> None:
+        try:  # agentgym.trajectory is optional here
+            trajectory = importlib.import_module("agentgym.trajectory")
+        except ImportError:
+            warnings.warn(
+                "record=True needs agentgym.trajectory, which is not installed; "
+                "rollouts are not recorded.",
+                stacklevel=2,
+            )
+            return
+        assert self.out is not None
+        opener = getattr(trajectory, "TrajectoryWriter", None) or getattr(
+            trajectory, "open_writer", None
+        )
+        if opener is None:
+            warnings.warn(
+                "agentgym.trajectory has no TrajectoryWriter; rollouts are not recorded.",
+                stacklevel=2,
+            )
+            return
+        try:
+            self._recorder = opener(self.out / "rollouts.agtr")
+        except Exception as exc:  # an API mismatch must not stop training
+            warnings.warn(
+                f"could not open the .agtr recorder ({exc}); not recording.", stacklevel=2
+            )
+
+    def _record(self, batch: RolloutBatch) -> None:
+        writer = self._recorder
+        for t in batch.trajectories:
+            for s in t.steps:
+                event = {
+                    "type": "step",
+                    "env_id": self.cfg.env_id,
+                    "seed": t.seed,
+                    "task_id": t.task_id,
+                    "trajectory": t.traj_id,
+                    "step": s.step,
+                    "action": s.generation.text,
+                    "reward": s.reward,
+                    "token_ids": s.generation.token_ids,
+                    "logprobs": s.generation.logprobs,
+                }
+                try:
+                    writer.write(event)
+                except Exception as exc:  # recording must never kill training
+                    warnings.warn(f"recording failed, stopping it: {exc}", stacklevel=2)
+                    self._recorder = None
+                    return
+
+    def run(self) -> TrainResult:
+        """Train until ``iterations`` or ``max_env_steps``; returns metrics and the policy."""
+        cfg = self.cfg
+        if cfg.record and self.out is not None:
+            self._open_recorder()
+        bar = tqdm(
+            total=cfg.iterations,
+            initial=self.iteration,
+            disable=not cfg.progress,
+            desc=f"{cfg.algo} {cfg.env_id}",
+            unit="it",
+        )
+        try:
+            while self.iteration < cfg.iterations:
+                if cfg.max_env_steps is not None and self.env_steps >= cfg.max_env_steps:
+                    break
+                row = self.step()
+                bar.update(1)
+                bar.set_postfix(success=f"{row['success']:.2f}", steps=row["env_steps"])
+                if self.out is not None:
+                    self._write_logs()
+                    if self.iteration % cfg.checkpoint_every == 0:
+                        self.save(self.out / "checkpoint.pt")
+            if self.out is not None:
+                self.save(self.out / "checkpoint.pt")
+        finally:
+            bar.close()
+            self.pool.close()
+            close = getattr(self._recorder, "close", None)
+            if close:
+                close()
+        return TrainResult(self.metrics, self.policy, self.out)
+
+
+def _fit(t: torch.Tensor, width: int) -> torch.Tensor:
+    if t.shape[0] >= width:
+        return t[:width]
+    return torch.nn.functional.pad(t, (0, width - t.shape[0]))
+
+
+def train(config: TrainConfig) -> TrainResult:
+    """Build a :class:`Trainer` and run it."""
+    return Trainer(config).run()
+
+
+def plot_curves(
+    runs: dict[str, list[dict[str, Any]]],
+    path: str | Path,
+    *,
+    title: str = "",
+    x: str = "env_steps",
+    y: str = "success",
+    smooth: int = 3,
+) -> bool:
+    """Plot ``y`` against ``x`` for each named run (moving average of ``smooth``).
+
+    Several runs under one name (a list of lists, e.g. seeds) are drawn as mean with a
+    min-max band. Returns False (and warns) when matplotlib is missing.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        warnings.warn("matplotlib is not installed; no learning-curve plot.", stacklevel=2)
+        return False
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, metrics in runs.items():
+        seeds = metrics if metrics and isinstance(metrics[0], list) else [metrics]
+        curves = []
+        for m in seeds:
+            xs = np.array([float(r[x]) for r in m])
+            ys = np.array([float(r[y]) for r in m])
+            if smooth > 1 and len(ys) >= smooth:
+                ys = np.convolve(ys, np.ones(smooth) / smooth, mode="valid")
+                xs = xs[smooth - 1 :]
+            curves.append((xs, ys))
+        if not curves or not len(curves[0][0]):
+            continue
+        n = min(len(c[1]) for c in curves)
+        xs = np.mean([c[0][:n] for c in curves], axis=0)
+        ys = np.array([c[1][:n] for c in curves])
+        line = ax.plot(xs, ys.mean(0), label=f"{name} (n={len(curves)})")[0]
+        if len(curves) > 1:
+            ax.fill_between(xs, ys.min(0), ys.max(0), alpha=0.2, color=line.get_color())
+    ax.set_xlabel(x.replace("_", " "))
+    ax.set_ylabel(y.replace("_", " "))
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
