@@ -57,7 +57,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--env-kwargs", default="{}", help="JSON dict passed to gym.make")
     p.add_argument("--out", default=None, help="output folder (metrics, plot, checkpoint)")
     p.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt")
-    p.add_argument("--record", action="store_true", help="record rollouts to .agtr")
+    p.add_argument(
+        "--record",
+        action="store_true",
+        help="after training, record episodes of the trained agent to OUT/rollouts.agtr",
+    )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
 

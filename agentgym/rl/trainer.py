@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import importlib
 import json
 import logging
 import time
@@ -123,7 +122,9 @@ class TrainConfig:
     """Continue from ``out_dir/checkpoint.pt`` if it exists."""
     progress: bool = True
     record: bool = False
-    """Also record rollouts to ``out_dir/rollouts.agtr`` (needs ``agentgym.trajectory``)."""
+    """After training, play ``record_episodes`` episodes with the trained policy and record
+    them to ``out_dir/rollouts.agtr`` (view with ``agentgym view``)."""
+    record_episodes: int = 8
 
     def validate(self) -> None:
         if self.algo not in ALGOS:
@@ -177,7 +178,6 @@ class Trainer:
         self.metrics: list[dict[str, Any]] = []
         self._traj = 0
         self.out = Path(config.out_dir) if config.out_dir else None
-        self._recorder: Any = None
         if self.out:
             self.out.mkdir(parents=True, exist_ok=True)
             if config.resume and (self.out / "checkpoint.pt").exists():
@@ -305,8 +305,6 @@ class Trainer:
         losses = self.update(rows, adv)
         update_s = time.perf_counter() - t2
         self.env_steps += batch.env_steps
-        if self._recorder is not None:
-            self._record(batch)
         trajs = batch.trajectories
         row: dict[str, Any] = {
             "iteration": it,
@@ -392,61 +390,38 @@ class Trainer:
             title=f"{self.cfg.env_id} ({self.cfg.algo})",
         )
 
-    def _open_recorder(self) -> None:
-        try:  # agentgym.trajectory is optional here
-            trajectory = importlib.import_module("agentgym.trajectory")
-        except ImportError:
-            warnings.warn(
-                "record=True needs agentgym.trajectory, which is not installed; "
-                "rollouts are not recorded.",
-                stacklevel=2,
-            )
-            return
-        assert self.out is not None
-        opener = getattr(trajectory, "TrajectoryWriter", None) or getattr(
-            trajectory, "open_writer", None
-        )
-        if opener is None:
-            warnings.warn(
-                "agentgym.trajectory has no TrajectoryWriter; rollouts are not recorded.",
-                stacklevel=2,
-            )
-            return
-        try:
-            self._recorder = opener(self.out / "rollouts.agtr")
-        except Exception as exc:  # an API mismatch must not stop training
-            warnings.warn(
-                f"could not open the .agtr recorder ({exc}); not recording.", stacklevel=2
-            )
+    def _record_episodes(self) -> None:
+        """Play ``record_episodes`` episodes with the trained policy into ``rollouts.agtr``.
 
-    def _record(self, batch: RolloutBatch) -> None:
-        writer = self._recorder
-        for t in batch.trajectories:
-            for s in t.steps:
-                event = {
-                    "type": "step",
-                    "env_id": self.cfg.env_id,
-                    "seed": t.seed,
-                    "task_id": t.task_id,
-                    "trajectory": t.traj_id,
-                    "step": s.step,
-                    "action": s.generation.text,
-                    "reward": s.reward,
-                    "token_ids": s.generation.token_ids,
-                    "logprobs": s.generation.logprobs,
-                }
-                try:
-                    writer.write(event)
-                except Exception as exc:  # recording must never kill training
-                    warnings.warn(f"recording failed, stopping it: {exc}", stacklevel=2)
-                    self._recorder = None
-                    return
+        The file is a normal trajectory file: ``agentgym view`` shows it and ``agentgym
+        replay`` re-executes it. Recording never stops training: failures only warn.
+        """
+        from agentgym.episodes import play
+        from agentgym.trajectory import Recorder
+
+        assert self.out is not None
+        path = self.out / "rollouts.agtr"
+        seed = self.cfg.seed * 1000 + self.iteration
+        try:
+            with Recorder(path) as rec:
+                callbacks: dict[str, Any] = rec.play_callbacks(self.cfg.env_id, seed=seed)
+                play(
+                    self.cfg.env_id,
+                    self.policy,
+                    episodes=self.cfg.record_episodes,
+                    seed=seed,
+                    env_kwargs=self.cfg.env_kwargs,
+                    history_turns=self.cfg.history_turns,
+                    num_envs=min(self.cfg.num_envs, self.cfg.record_episodes),
+                    progress=False,
+                    **callbacks,
+                )
+        except Exception as exc:  # recording must never kill training
+            warnings.warn(f"could not record episodes to {path}: {exc}", stacklevel=2)
 
     def run(self) -> TrainResult:
         """Train until ``iterations`` or ``max_env_steps``; returns metrics and the policy."""
         cfg = self.cfg
-        if cfg.record and self.out is not None:
-            self._open_recorder()
         bar = tqdm(
             total=cfg.iterations,
             initial=self.iteration,
@@ -467,12 +442,11 @@ class Trainer:
                         self.save(self.out / "checkpoint.pt")
             if self.out is not None:
                 self.save(self.out / "checkpoint.pt")
+                if cfg.record:
+                    self._record_episodes()
         finally:
             bar.close()
             self.pool.close()
-            close = getattr(self._recorder, "close", None)
-            if close:
-                close()
         return TrainResult(self.metrics, self.policy, self.out)
 
 

@@ -100,3 +100,35 @@ def test_unknown_algo_and_env_are_typed_errors():
     with pytest.raises(AgentGymError):
         TrainConfig(env_id="agentgym/Nope-v0").validate()
     assert main(["train", "--env", "agentgym/Nope-v0", "--no-progress"]) == 2
+
+
+def test_cli_train_records_the_trained_agent_and_the_recording_replays(tmp_path):
+    from agentgym.trajectory import open as open_trajectory
+    from agentgym.trajectory import replay
+
+    out = tmp_path / "rec"
+    args = [
+        "train",
+        "--env",
+        ENV,
+        "--iterations",
+        "1",
+        "--tasks",
+        "2",
+        "--group-size",
+        "2",
+        "--d-model",
+        "16",
+        "--layers",
+        "1",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--record",
+    ]
+    assert main(args) == 0
+    with open_trajectory(out / "rollouts.agtr") as reader:
+        episodes = list(reader.episodes())
+    assert len(episodes) == 8 and all(ep.steps for ep in episodes)
+    report = replay(out / "rollouts.agtr")
+    assert report.ok
