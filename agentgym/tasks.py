@@ -32,6 +32,10 @@ class SeededTaskSet(Sequence[str]):
     def __len__(self) -> int:
         return self.size
 
+    def task_id_of(self, seed: int) -> str:
+        """The id of the task that ``seed`` generates (subclasses may encode more in it)."""
+        return f"{self.prefix}-{seed}"
+
     @overload
     def __getitem__(self, index: int) -> str: ...
     @overload
@@ -43,21 +47,22 @@ class SeededTaskSet(Sequence[str]):
             index += self.size
         if not 0 <= index < self.size:
             raise IndexError(f"task index {index} out of range 0..{self.size - 1}")
-        return f"{self.prefix}-{self.start + index}"
+        return self.task_id_of(self.start + index)
 
     def __contains__(self, task_id: object) -> bool:
-        if not isinstance(task_id, str) or not task_id.startswith(self.prefix + "-"):
+        if not isinstance(task_id, str):
             return False
-        tail = task_id[len(self.prefix) + 1 :]
+        tail = task_id.rsplit("-", 1)[-1]
         if not tail.isdigit():
             return False
-        return self.start <= int(tail) < self.start + self.size
+        seed = int(tail)
+        return self.start <= seed < self.start + self.size and self.task_id_of(seed) == task_id
 
     def __iter__(self) -> Iterator[str]:
-        return (f"{self.prefix}-{s}" for s in range(self.start, self.start + self.size))
+        return (self.task_id_of(s) for s in range(self.start, self.start + self.size))
 
     def __repr__(self) -> str:
-        return f"SeededTaskSet({self.prefix!r}, start={self.start}, count={self.size})"
+        return f"{type(self).__name__}({self.prefix!r}, start={self.start}, count={self.size})"
 
     @staticmethod
     def seed_of(task_id: str) -> int:

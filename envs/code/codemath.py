@@ -38,8 +38,8 @@ Version History
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, ClassVar, overload
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from agentgym.envs.code.answers import answers_match
 from agentgym.envs.code.base import PYTHON_TOOL, SessionEnv, describe
@@ -49,6 +49,7 @@ from agentgym.simulators.sandbox import SandboxPool
 from agentgym.core import ResetOutcome, StepOutcome
 from agentgym.error import InvalidConfigError
 from agentgym.parsing import ParsedAction, Tool, render_answer, render_tool_call
+from agentgym.tasks import SeededTaskSet
 
 SYSTEM_PROMPT = (
     "You solve math problems. You may run Python in a persistent session with the python "
@@ -61,7 +62,7 @@ SYSTEM_PROMPT = (
 MAX_CALLS = 4
 
 
-class LevelTaskSet(Sequence[str]):
+class LevelTaskSet(SeededTaskSet):
     """Seeded ids ``codemath-L<level>-<seed>`` for seeds ``start .. start + size - 1``.
 
     The level of a seed is ``levels[seed % len(levels)]``, so a mixed set interleaves levels.
@@ -72,41 +73,11 @@ class LevelTaskSet(Sequence[str]):
     """
 
     def __init__(self, levels: Sequence[int], start: int, size: int):
+        super().__init__("codemath", start, size)
         self.levels = tuple(levels)
-        self.start = int(start)
-        self.size = int(size)
 
-    def __len__(self) -> int:
-        return self.size
-
-    def _id(self, seed: int) -> str:
+    def task_id_of(self, seed: int) -> str:
         return f"codemath-L{self.levels[seed % len(self.levels)]}-{seed}"
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self.size))]
-        if index < 0:
-            index += self.size
-        if not 0 <= index < self.size:
-            raise IndexError(f"task index {index} out of range 0..{self.size - 1}")
-        return self._id(self.start + index)
-
-    def __contains__(self, task_id: object) -> bool:
-        parsed = parse_task_id(task_id)
-        if parsed is None:
-            return False
-        level, seed = parsed
-        return (
-            self.start <= seed < self.start + self.size
-            and self.levels[seed % len(self.levels)] == level
-        )
-
-    def __iter__(self) -> Iterator[str]:
-        return (self._id(s) for s in range(self.start, self.start + self.size))
 
 
 def parse_task_id(task_id: object) -> tuple[int, int] | None:
