@@ -15,7 +15,13 @@ from agentgym.cli.cmd_run import play_and_maybe_record, summarize
 from agentgym.registry import list_envs
 
 #: The env shown for a family when it has several (else the first id alphabetically).
-PREFERRED = {"games": "agentgym/Sokoban-Small-v0"}
+PREFERRED = {
+    "games": "agentgym/Sokoban-Small-v0",
+    "code": "agentgym/CodeTests-v0",
+    "users": "agentgym/UserService-v0",
+    "visual": "agentgym/VisualDoc-v0",
+    "web": "agentgym/WebShop-v0",
+}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
