@@ -261,13 +261,7 @@ class BrowserSession:
             self.slot.resets += 1
             if self.slot.resets % self.runtime.recycle_after == 0:
                 await self.runtime.recycle(self.slot)
-        loads = self.slot.loads
-        await self.slot.page.goto(
-            self.slot.origin + path,
-            wait_until="domcontentloaded",
-            timeout=self.navigation_timeout * 1000,
-        )
-        return await self._after(loads)
+        return await self._goto(path)
 
     async def _locate(self, bid: str) -> dict[str, Any]:
         return await self.slot.page.evaluate(_LOCATE_JS, bid)
