@@ -43,8 +43,13 @@ def _one(job: dict) -> str:
         ppo_epochs=job["epochs"],
         minibatch_size=job["minibatch"],
         model=TransformerConfig(
-            d_model=job["d_model"], n_layers=job["layers"], max_prompt_bytes=job["prompt_bytes"]
+            d_model=job["d_model"],
+            n_layers=job["layers"],
+            max_prompt_bytes=job["prompt_bytes"],
+            prompt_head_bytes=job["prompt_head_bytes"],
+            context=job["context"],
         ),
+        history_turns=None if job["history_turns"] < 0 else job["history_turns"],
         out_dir=job["out"],
         progress=False,
         checkpoint_every=1000,
@@ -108,6 +113,9 @@ def main() -> None:
     p.add_argument("--d-model", type=int, default=32)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--prompt-bytes", type=int, default=64)
+    p.add_argument("--prompt-head-bytes", type=int, default=0)
+    p.add_argument("--context", default="latest", choices=["latest", "dialogue"])
+    p.add_argument("--history-turns", type=int, default=1, help="-1: the whole conversation")
     p.add_argument("--env-kwargs", default="{}")
     p.add_argument(
         "--task-seeds",
@@ -137,6 +145,9 @@ def main() -> None:
                 d_model=args.d_model,
                 layers=args.layers,
                 prompt_bytes=args.prompt_bytes,
+                prompt_head_bytes=args.prompt_head_bytes,
+                context=args.context,
+                history_turns=args.history_turns,
                 env_kwargs=json.loads(args.env_kwargs),
                 out=str(out / f"{a}-s{s}"),
                 task_seeds=args.task_seeds,

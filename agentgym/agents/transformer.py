@@ -6,14 +6,15 @@ in grid/menu-style envs holds the whole state), at most ``max_prompt_bytes`` byt
 
 Two ways to act, chosen per env step:
 
-* **constrained** (default when ``info["admissible_actions"]`` exists): each candidate action
-  string is scored by the model's mean log-likelihood of the bytes that tell it apart from
-  the other candidates, read right after the prompt (``score_k = mean_j log p(m_kj |
-  prompt, m_k<j)``; shared prefix and suffix carry no information and are left out), and
-  the action is sampled from ``softmax_k(score_k)``. When the distinguishing parts start
-  with distinct bytes (``up``/``down``/``left``/``right``) only their first byte is scored,
-  which needs a single forward pass of the prompt per env instead of one per candidate. The policy is then a categorical over candidates whose logprob and entropy are
-  exact and differentiable, which makes learning from scratch on a CPU feasible.
+* **constrained** (default when ``info["admissible_actions"]`` exists): constrained decoding
+  over the candidates' byte trie. At each byte where candidates part ways the next-byte
+  distribution is renormalised over the bytes that continue some candidate, and
+  ``log pi(k)`` sums those restricted log-probabilities along candidate ``k``; the shared
+  prefix decides nothing and is left out. The trie goes through the model in one sequence
+  per env with a tree attention mask, so a choice among ``up/down/left/right`` costs one
+  forward of the prompt and a choice among 40 questions costs the prompt plus the trie's
+  distinct bytes. The policy is then an exact, differentiable categorical over the
+  candidates, which makes learning from scratch on a CPU feasible.
 * **free**: bytes are sampled autoregressively until EOS or ``max_new_tokens``.
 
 One :meth:`TransformerPolicy.act` call encodes every active env at once (padded batch), on
@@ -23,7 +24,8 @@ CPU or, with ``device="cuda"``, on a GPU.
 from __future__ import annotations
 
 import copy
-import math
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -34,6 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from agentgym.agents.base import Generation, PolicyInput
+from agentgym.error import InvalidConfigError
 
 BOS, EOS, PAD = 256, 257, 258
 VOCAB = 259
@@ -50,15 +53,26 @@ class TransformerConfig:
     n_heads: int = 4
     """Attention heads per block."""
     max_len: int = 320
-    """Longest sequence (prompt + action + BOS/EOS) the position table covers."""
+    """Longest sequence (prompt + action + BOS/EOS) the position table covers; raised to
+    at least ``max_prompt_bytes + 96`` so a full prompt always leaves room for an action."""
     max_prompt_bytes: int = 160
-    """Only the last this-many bytes of the prompt text are fed to the model."""
+    """Only this many bytes of the prompt text are fed to the model: its tail, or, with
+    ``prompt_head_bytes``, its head and tail."""
+    prompt_head_bytes: int = 0
+    """Of ``max_prompt_bytes``, how many come from the start of the text (e.g. a page's
+    ``Task:`` line, with the rest from its end, where the page's state is)."""
     max_new_tokens: int = 96
     """Byte budget of a free-form action."""
     temperature: float = 1.0
     """Sampling temperature; 0 means greedy (argmax)."""
     constrained: bool = True
     """Choose among ``info["admissible_actions"]`` when the env lists them."""
+    context: str = "latest"
+    """What the model reads: ``latest`` (the latest observation) or ``dialogue`` (the whole
+    visible conversation, tool calls written compactly); see :func:`prompt_text`."""
+
+    def __post_init__(self) -> None:
+        self.max_len = max(self.max_len, self.max_prompt_bytes + 96)
 
 
 class _Block(nn.Module):
@@ -77,6 +91,30 @@ class _Block(nn.Module):
         att = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         x = x + self.proj(att.transpose(1, 2).reshape(b, t, d))
         return x + self.mlp(self.ln2(x))
+
+    def forward_prefixed(
+        self, x_p: torch.Tensor, x_t: torch.Tensor, mask_t: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Right-padded prompts ``x_p`` (plain causal attention, so the fused kernel runs
+        and no ``T x T`` matrix is built) and, after them, trie tokens ``x_t`` that read the
+        prompt keys and each other through ``mask_t`` ``[B, 1, Tt, Tp + Tt]``."""
+        b, tp, d = x_p.shape
+        q, k, v = (self._split(z, b, tp) for z in self.qkv(self.ln1(x_p)).split(d, dim=-1))
+        att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y_p = x_p + self.proj(att.transpose(1, 2).reshape(b, tp, d))
+        y_p = y_p + self.mlp(self.ln2(y_p))
+        tt = x_t.shape[1]
+        if tt == 0:
+            return y_p, x_t
+        qt, kt, vt = (self._split(z, b, tt) for z in self.qkv(self.ln1(x_t)).split(d, dim=-1))
+        att_t = F.scaled_dot_product_attention(
+            qt, torch.cat([k, kt], dim=2), torch.cat([v, vt], dim=2), attn_mask=mask_t
+        )
+        y_t = x_t + self.proj(att_t.transpose(1, 2).reshape(b, tt, d))
+        return y_p, y_t + self.mlp(self.ln2(y_t))
+
+    def _split(self, z: torch.Tensor, b: int, t: int) -> torch.Tensor:
+        return z.view(b, t, self.heads, -1).transpose(1, 2)
 
 
 class ByteTransformer(nn.Module):
@@ -97,16 +135,90 @@ class ByteTransformer(nn.Module):
     def forward(self, ids: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
         """Logits ``[B, T, V]`` for ``ids`` ``[B, T]``; ``pad`` marks padding (left or right)."""
         t = ids.shape[1]
-        pos = (torch.cumsum(~pad, dim=1) - 1).clamp(0, self.cfg.max_len - 1)
-        x = self.tok(ids) + self.pos(pos)
+        pos = torch.cumsum(~pad, dim=1) - 1
         causal = torch.ones(t, t, dtype=torch.bool, device=ids.device).tril()
         eye = torch.eye(t, dtype=torch.bool, device=ids.device)
         # attend to earlier non-pad keys, and always to yourself (keeps pad rows NaN-free)
         mask = (causal[None] & ~pad[:, None, :]) | eye[None]
-        mask = mask[:, None]
+        return self.head(self.hidden(ids, pos, mask[:, None]))
+
+    def hidden(self, ids: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Final normed states ``[B, T, D]`` with explicit positions and attention mask
+        (``mask[b, 0, i, j]``: token i may read token j)."""
+        x = self._embed(ids, pos)
         for block in self.blocks:
             x = block(x, mask)
-        return self.head(self.ln(x))
+        return self.ln(x)
+
+    def hidden_prefixed(
+        self, prompt: torch.Tensor, trie: torch.Tensor, trie_pos: torch.Tensor, mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Final normed states of right-padded ``prompt`` ``[B, Tp]`` (causal) and of
+        ``trie`` tokens ``[B, Tt]`` placed after it with a tree ``mask`` (see
+        :meth:`_Block.forward_prefixed`)."""
+        pos = torch.arange(prompt.shape[1], device=prompt.device).expand_as(prompt)
+        x_p, x_t = self._embed(prompt, pos), self._embed(trie, trie_pos)
+        for block in self.blocks:
+            assert isinstance(block, _Block)
+            x_p, x_t = block.forward_prefixed(x_p, x_t, mask)
+        return self.ln(x_p), self.ln(x_t)
+
+    def _embed(self, ids: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        return self.tok(ids) + self.pos(pos.clamp(0, self.cfg.max_len - 1))
+
+
+class _ChoiceTrie:
+    """The byte trie of a candidate list, reduced to what scoring a choice needs.
+
+    ``tokens``/``depths``/``ancestors`` are the trie bytes that lead to a branch point (fed
+    after the prompt; depth 1 sits right after the prompt's last byte), ``queries`` the
+    branch points (``-1`` is the root, i.e. the prompt's end) with the bytes allowed there,
+    and ``picks[k]`` the ``(query, byte)`` decisions that spell candidate ``k``. The shared
+    prefix of all candidates is left out (it decides nothing); EOS ends every candidate so
+    one that is a prefix of another is still a leaf of its own.
+    """
+
+    def __init__(self) -> None:
+        self.tokens: list[int] = []
+        self.depths: list[int] = []
+        self.ancestors = np.zeros((0, 0), dtype=bool)
+        self.queries: list[tuple[int, list[int]]] = []
+        self.picks: list[list[tuple[int, int]]] = []
+        self.depth = 0
+
+    @classmethod
+    def build(cls, cands: Sequence[str]) -> _ChoiceTrie:
+        trie = cls()
+        enc = [_encode(c) for c in cands]
+        p = 0
+        while all(len(e) > p for e in enc) and len({e[p] for e in enc}) == 1:
+            p += 1
+        mids = [(*e[p:], EOS) for e in enc]
+        children: dict[tuple[int, ...], set[int]] = {}
+        for mid in mids:
+            for j in range(len(mid)):
+                children.setdefault(mid[:j], set()).add(mid[j])
+        branch = sorted((n for n, c in children.items() if len(c) > 1), key=lambda n: (len(n), n))
+        nodes = sorted(
+            {n[:j] for n in branch for j in range(1, len(n) + 1)}, key=lambda n: (len(n), n)
+        )
+        index = {n: i for i, n in enumerate(nodes)}
+        trie.tokens = [n[-1] for n in nodes]
+        trie.depths = [len(n) for n in nodes]
+        trie.depth = max(trie.depths, default=0)
+        anc = np.zeros((len(nodes), len(nodes)), dtype=bool)
+        for i, n in enumerate(nodes):
+            if len(n) > 1:
+                anc[i] = anc[index[n[:-1]]]
+            anc[i, i] = True
+        trie.ancestors = anc
+        allowed = {n: sorted(children[n]) for n in branch}
+        query = {n: q for q, n in enumerate(branch)}
+        trie.queries = [(index[n] if n else -1, allowed[n]) for n in branch]
+        trie.picks = [
+            [(query[mid[:j]], mid[j]) for j in range(len(mid)) if mid[:j] in query] for mid in mids
+        ]
+        return trie
 
 
 def _encode(text: str) -> list[int]:
@@ -117,14 +229,48 @@ def _decode(ids: Sequence[int]) -> str:
     return bytes(i for i in ids if i < 256).decode("utf-8", errors="replace")
 
 
-def prompt_text(inp: PolicyInput) -> str:
-    """The text the byte model reads: the latest message's text content."""
-    if not inp.messages:
-        return str(inp.info.get("instruction", ""))
-    content = inp.messages[-1].get("content", "")
+def _content(message: dict[str, Any]) -> str:
+    content = message.get("content", "")
     if isinstance(content, list):
         content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
     return str(content)
+
+
+_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+
+
+def _compact_action(text: str) -> str:
+    """``> name: value, value`` for each tool call (the JSON wrapper carries no information
+    for a byte model and would crowd the history out of its window); other text as is."""
+    lines = []
+    for body in _TOOL_CALL.findall(text):
+        try:
+            call = json.loads(body)
+            args = call.get("arguments") or {}
+            lines.append(f"> {call['name']}: " + ", ".join(str(v) for v in args.values()))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            lines.append(f"> {body.strip()}")
+    return "\n".join(lines) if lines else f"> {text}"
+
+
+def prompt_text(inp: PolicyInput, context: str = "latest") -> str:
+    """The text the byte model reads.
+
+    ``latest``: the latest message's text (grid- and page-style envs, whose observation
+    holds the whole state). ``dialogue``: every non-system message, one per line, with the
+    agent's tool calls written compactly (dialogue envs, whose state is the conversation).
+    """
+    if not inp.messages:
+        return str(inp.info.get("instruction", ""))
+    if context == "latest":
+        return _content(inp.messages[-1])
+    lines = []
+    for m in inp.messages:
+        if m.get("role") == "system":
+            continue
+        text = _content(m)
+        lines.append(_compact_action(text) if m.get("role") == "assistant" else text)
+    return "\n".join(lines)
 
 
 class TransformerPolicy:
@@ -142,6 +288,15 @@ class TransformerPolicy:
         self, config: TransformerConfig | None = None, *, device: str = "cpu", seed: int = 0
     ):
         self.config = config or TransformerConfig()
+        if self.config.context not in ("latest", "dialogue"):
+            raise InvalidConfigError(
+                f"context must be 'latest' or 'dialogue', got {self.config.context!r}."
+            )
+        if not 0 <= self.config.prompt_head_bytes < self.config.max_prompt_bytes:
+            raise InvalidConfigError(
+                "prompt_head_bytes must be in [0, max_prompt_bytes), got "
+                f"{self.config.prompt_head_bytes} of {self.config.max_prompt_bytes}."
+            )
         self.device = torch.device(device)
         torch.manual_seed(seed)
         self.model = ByteTransformer(self.config).to(self.device)
@@ -150,7 +305,10 @@ class TransformerPolicy:
     # ---- encoding --------------------------------------------------------------------------
 
     def _prompt_ids(self, inp: PolicyInput) -> list[int]:
-        ids = _encode(prompt_text(inp))[-self.config.max_prompt_bytes :]
+        ids = _encode(prompt_text(inp, self.config.context))
+        n, head = self.config.max_prompt_bytes, self.config.prompt_head_bytes
+        if len(ids) > n:
+            ids = ids[:head] + ids[len(ids) - (n - head) :]
         return [BOS, *ids]
 
     def _pad(self, seqs: Sequence[Sequence[int]], left: bool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -166,84 +324,75 @@ class TransformerPolicy:
 
     # ---- scoring ---------------------------------------------------------------------------
 
-    @staticmethod
-    def _distinct_parts(cands: Sequence[str]) -> tuple[list[int], list[list[int]]]:
-        """Split candidates into their shared prefix and the part that tells them apart.
-
-        The shared prefix and suffix carry no information about the choice, and summing
-        their log-likelihoods would drown the signal (and make short candidates far likelier
-        at initialisation), so a candidate is scored by the MEAN log-likelihood of its
-        distinguishing bytes, read right after the prompt.
-        """
-        enc = [_encode(c) for c in cands]
-        p = 0
-        while all(len(e) > p for e in enc) and len({e[p] for e in enc}) == 1:
-            p += 1
-        s = 0
-        while all(len(e) - s > p for e in enc) and len({e[len(e) - 1 - s] for e in enc}) == 1:
-            s += 1
-        mids = [e[p : len(e) - s] for e in enc]
-        if len(enc) > 1 and any(not m for m in mids):
-            mids = [[*e[p:], EOS] for e in enc]  # one candidate is a prefix of another
-        elif len(enc) == 1:
-            mids = [[*e[p:], EOS] for e in enc]
-        return enc[0][:p], mids
-
     def _candidate_logits(
         self, prompts: Sequence[list[int]], candidates: Sequence[Sequence[str]]
     ) -> list[torch.Tensor]:
-        """Per row, a ``[K]`` tensor of candidate scores (differentiable).
+        """Per row, a ``[K]`` tensor of candidate log-probabilities (differentiable).
 
-        ``score_k = mean_j log p(m_kj | prompt, m_k<j)`` over the distinguishing
-        bytes ``m_k`` of candidate ``k``; the policy is ``softmax_k(score_k)``. The bytes
-        after the prompt are the distinguishing part only (the shared prefix is implied).
+        Constrained decoding over the candidates' byte trie: at every trie node where the
+        candidates part ways, the model's next-byte distribution is renormalised over the
+        bytes that continue some candidate, and ``log pi(k) = sum`` of those restricted
+        log-probabilities along candidate ``k``'s path. Bytes with one possible successor
+        cost nothing, so only the branch points are read. The whole trie goes through the
+        model in ONE sequence per row, after the prompt, with a tree attention mask (each
+        trie byte sees the prompt and its own ancestors), so the cost is the prompt plus the
+        trie's distinct bytes, not one prompt per candidate.
         """
-        parts = [self._distinct_parts(c)[1] for c in candidates]
-        fast = [len({m[0] for m in mids}) == len(mids) for mids in parts]
-        out: list[torch.Tensor | None] = [None] * len(candidates)
-        rows_fast = [i for i, f in enumerate(fast) if f]
-        if rows_fast:
-            # fast path: distinguishing parts start with distinct bytes, so the choice is
-            # read off ONE forward of the prompt: score_k = log p(first byte of m_k | prompt)
-            ids, pad = self._pad([prompts[i][-self.config.max_len :] for i in rows_fast], left=True)
-            last = torch.log_softmax(self.model(ids, pad)[:, -1].float(), dim=-1)
-            for j, i in enumerate(rows_fast):
-                first = torch.tensor([m[0] for m in parts[i]], device=self.device)
-                out[i] = last[j].gather(0, first)
-        slow = [i for i, f in enumerate(fast) if not f]
-        if slow:
-            scores = self._candidate_means([prompts[i] for i in slow], [parts[i] for i in slow])
-            for i, sc in zip(slow, scores):
-                out[i] = sc
-        return [o for o in out if o is not None]
-
-    def _candidate_means(
-        self, prompts: Sequence[list[int]], parts: Sequence[list[list[int]]]
-    ) -> list[torch.Tensor]:
-        """Mean log-likelihood of each distinguishing part after its prompt (general path)."""
-        seqs, spans = [], []
-        max_len = self.config.max_len
-        for prompt, mids in zip(prompts, parts):
-            # the shared prefix is the same for every candidate: it is left out of the input
-            # (it carries no information about the choice and would double the sequence)
-            for mid in mids:
-                keep = max(1, max_len - len(mid))
-                seq = (prompt[-keep:] + mid)[-max_len:]
-                seqs.append(seq)
-                spans.append((len(seq) - len(mid), len(seq)))
-        ids, pad = self._pad(seqs, left=False)
-        logp = torch.log_softmax(self.model(ids, pad).float(), dim=-1)
-        # token j is predicted at position j-1
-        tok_logp = logp[:, :-1].gather(-1, ids[:, 1:, None]).squeeze(-1)
-        pos = torch.arange(ids.shape[1] - 1, device=self.device)[None]
-        start = torch.tensor([s for s, _ in spans], device=self.device)[:, None]
-        end = torch.tensor([e for _, e in spans], device=self.device)[:, None]
-        sel = ((pos >= start - 1) & (pos < end - 1)).float()
-        scores = (tok_logp * sel).sum(-1) / sel.sum(-1).clamp_min(1.0)
-        out, i = [], 0
-        for mids in parts:
-            out.append(scores[i : i + len(mids)])
-            i += len(mids)
+        tries = [_ChoiceTrie.build(c) for c in candidates]
+        longest = max(1, self.config.max_len - 1 - max(t.depth for t in tries))
+        seqs = [p[-longest:] for p in prompts]
+        b, tp, tt = len(seqs), max(len(s) for s in seqs), max(len(t.tokens) for t in tries)
+        prompt = torch.full((b, tp), PAD, dtype=torch.long)
+        trie = torch.full((b, tt), PAD, dtype=torch.long)
+        trie_pos = torch.zeros((b, tt), dtype=torch.long)
+        mask = torch.zeros((b, tt, tp + tt), dtype=torch.bool)
+        mask[:, :, 0] = True  # padding rows read BOS, which keeps them NaN-free
+        q_row: list[int] = []
+        q_idx: list[int] = []  # flat index into [prompt states ; trie states] of the row
+        q_allowed: list[list[int]] = []
+        pick_q: list[int] = []
+        pick_byte: list[int] = []
+        pick_cand: list[int] = []
+        n_cands = 0
+        for i, (s, t) in enumerate(zip(seqs, tries)):
+            n, m = len(s), len(t.tokens)
+            prompt[i, :n] = torch.tensor(s)
+            if m:
+                trie[i, :m] = torch.tensor(t.tokens)
+                trie_pos[i, :m] = torch.tensor(t.depths) + (n - 1)
+                mask[i, :m, :n] = True
+                mask[i, :m, tp : tp + m] = torch.from_numpy(t.ancestors)
+            base = len(q_row)
+            for node, allowed in t.queries:
+                q_row.append(i)
+                q_idx.append(n - 1 if node < 0 else tp + node)
+                q_allowed.append(allowed)
+            for k, path in enumerate(t.picks):
+                for q, byte in path:
+                    pick_q.append(base + q)
+                    pick_byte.append(byte)
+                    pick_cand.append(n_cands + k)
+            n_cands += len(t.picks)
+        dev = self.device
+        h_p, h_t = self.model.hidden_prefixed(
+            prompt.to(dev), trie.to(dev), trie_pos.to(dev), mask[:, None].to(dev)
+        )
+        scores = torch.zeros(n_cands, device=dev)
+        if q_row:
+            hidden = torch.cat([h_p, h_t], dim=1)
+            logits = self.model.head(
+                hidden[torch.tensor(q_row, device=dev), torch.tensor(q_idx, device=dev)]
+            ).float()
+            ok = torch.zeros_like(logits, dtype=torch.bool)
+            for j, a in enumerate(q_allowed):
+                ok[j, a] = True
+            logp = torch.log_softmax(logits.masked_fill(~ok, float("-inf")), dim=-1)
+            picked = logp[torch.tensor(pick_q, device=dev), torch.tensor(pick_byte, device=dev)]
+            scores = scores.index_add(0, torch.tensor(pick_cand, device=dev), picked)
+        out, start = [], 0
+        for t in tries:
+            out.append(scores[start : start + len(t.picks)])
+            start += len(t.picks)
         return out
 
     def _free_logprobs(
@@ -426,4 +575,3 @@ __all__ = [
     "count_tokens",
     "prompt_text",
 ]
-_ = math  # keep import for readers of the equations above

@@ -40,7 +40,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gamma", type=float, default=0.95, help="GiGPO discount")
     p.add_argument("--d-model", type=int, default=32)
     p.add_argument("--prompt-bytes", type=int, default=160, help="prompt tail the byte model reads")
+    p.add_argument(
+        "--prompt-head-bytes",
+        type=int,
+        default=0,
+        help="of --prompt-bytes, how many come from the text's start (e.g. a page's task line)",
+    )
     p.add_argument("--layers", type=int, default=2)
+    p.add_argument(
+        "--context",
+        default="latest",
+        choices=["latest", "dialogue"],
+        help="what the model reads: the latest observation, or the whole conversation",
+    )
+    p.add_argument(
+        "--history-turns",
+        type=int,
+        default=1,
+        help="turn pairs of history in the policy's input (-1: all)",
+    )
     p.add_argument("--max-turns", type=int, default=None, help="override the env's turn budget")
     p.add_argument("--num-envs", type=int, default=32, help="env pool size")
     p.add_argument(
@@ -99,8 +117,13 @@ def run(args: argparse.Namespace) -> int:
         ppo_epochs=args.ppo_epochs,
         device=args.device,
         model=TransformerConfig(
-            d_model=args.d_model, n_layers=args.layers, max_prompt_bytes=args.prompt_bytes
+            d_model=args.d_model,
+            n_layers=args.layers,
+            max_prompt_bytes=args.prompt_bytes,
+            prompt_head_bytes=args.prompt_head_bytes,
+            context=args.context,
         ),
+        history_turns=None if args.history_turns < 0 else args.history_turns,
         loss=PPOLossConfig(kl_coef=args.kl_coef),
         gigpo=GiGPOConfig(gamma=args.gamma, omega=args.omega),
         tree=TreeGRPOConfig(trees=args.trees, expand=args.expand, rounds=args.rounds),

@@ -10,6 +10,10 @@ observation        text (task, URL, title, steps left, last error, page lines)
 turn budget        15 turns, then truncated
 =================  ===========================================================
 
+Admissible actions
+    ``info["admissible_actions"]``: clicks on the page's enabled elements and, where the
+    search box is, filling it with the task's instruction verbatim.
+
 Observations
     As every web env (see ``docs/web.md``): header lines, then ``Page:`` and the page in
     document order with ``[bid] role "name"`` lines for interactive elements.
@@ -115,6 +119,19 @@ class WebShopEnv(WebEnv):
             success=parts["reward"] >= 1.0 - 1e-9,
             message="Purchase complete.",
         )
+
+    def admissible_actions(self) -> list[str] | None:
+        """The page's clicks, plus searching for the instruction verbatim where there is a
+        search box: a query a policy without free text can issue, and one BM25 answers well
+        (most first result pages hold products that satisfy the goal)."""
+        out = list(super().admissible_actions() or [])
+        box = next(
+            (e for e in self.page_elements() if e["role"] == "textbox" and e["name"] == "Search"),
+            None,
+        )
+        if box is not None and box.get("value") != self.instruction():
+            out.append(render_tool_call("fill", {"bid": box["bid"], "text": self.instruction()}))
+        return out or None
 
     def oracle_action(self) -> str:
         """Search for the target product, open it, choose the goal's options, buy."""

@@ -5,7 +5,15 @@ import pytest
 import torch
 
 from agentgym.agents.base import PolicyInput
-from agentgym.agents.transformer import TransformerConfig, TransformerPolicy
+from agentgym.agents.transformer import (
+    BOS,
+    EOS,
+    PAD,
+    TransformerConfig,
+    TransformerPolicy,
+    prompt_text,
+)
+from agentgym.error import InvalidConfigError
 
 MOVES = [
     f'<tool_call>{{"name": "move", "arguments": {{"direction": "{d}"}}}}</tool_call>'
@@ -45,6 +53,63 @@ def test_general_scoring_path_for_candidates_sharing_a_first_byte(policy):
     gens = policy.act([_inp("room", acts)] * 4)
     lp, _, _ = policy.evaluate(gens)
     np.testing.assert_allclose(lp[:, 0].detach().numpy(), [g.logprobs[0] for g in gens], atol=1e-5)
+
+
+def _brute_force_choice_logprobs(policy, prompt_text, cands):
+    """log pi(k) by running the model once per candidate (plain causal forward) and
+    renormalising the next-byte distribution at every byte where candidates part ways."""
+    enc = [list(c.encode()) for c in cands]
+    p = 0
+    while all(len(e) > p for e in enc) and len({e[p] for e in enc}) == 1:
+        p += 1
+    mids = [[*e[p:], EOS] for e in enc]
+    nxt = {}
+    for m in mids:
+        for j in range(len(m)):
+            nxt.setdefault(tuple(m[:j]), set()).add(m[j])
+    prompt = [BOS, *prompt_text.encode()]
+    out = []
+    for m in mids:
+        ids = torch.tensor([prompt + m])
+        with torch.no_grad():
+            logits = policy.model(ids, ids == PAD)[0]
+        total = 0.0
+        for j in range(len(m)):
+            allowed = sorted(nxt[tuple(m[:j])])
+            if len(allowed) > 1:
+                row = torch.log_softmax(logits[len(prompt) - 1 + j, allowed], -1)
+                total += float(row[allowed.index(m[j])])
+        out.append(total)
+    return np.array(out)
+
+
+@pytest.mark.parametrize(
+    "cands",
+    [
+        [
+            f'<tool_call>{{"name": "click", "arguments": {{"bid": "{i}"}}}}</tool_call>'
+            for i in range(14)
+        ],
+        ["Is it a bird?", "Is it an animal?", "Is it a mammal?", "Does it fly?", "answer: dog"],
+        MOVES,
+    ],
+    ids=["bids-sharing-first-digits", "questions", "moves"],
+)
+def test_tree_masked_choice_scores_equal_one_forward_per_candidate(policy, cands):
+    gens = policy.act([_inp("page text", cands)])
+    scores = policy._candidate_logits([gens[0].meta["prompt_ids"]], [cands])[0].detach().numpy()
+    np.testing.assert_allclose(
+        scores, _brute_force_choice_logprobs(policy, "page text", cands), atol=1e-4
+    )
+    # distinct candidates form an exact categorical: the probabilities already sum to one
+    assert abs(np.exp(scores).sum() - 1.0) < 1e-4
+
+
+def test_duplicate_and_single_candidates_give_a_proper_distribution(policy):
+    gens = policy.act([_inp("x", ["a", "a", "b"]), _inp("y", ["only"])])
+    assert gens[1].text == "only" and abs(gens[1].logprobs[0]) < 1e-6
+    lp, ent, _ = policy.evaluate(gens)
+    assert torch.isfinite(lp).all() and torch.isfinite(ent).all()
 
 
 def test_free_generation_batched_equals_one_by_one_when_greedy(policy):
@@ -87,3 +152,30 @@ def test_state_dict_round_trip(policy):
     a = policy.evaluate(gens)[0]
     b = other.evaluate(gens)[0]
     assert torch.allclose(a, b)
+
+
+def test_prompt_keeps_head_and_tail_bytes_when_asked():
+    cfg = TransformerConfig(d_model=16, n_layers=1, max_prompt_bytes=12, prompt_head_bytes=4)
+    pol = TransformerPolicy(cfg)
+    ids = pol._prompt_ids(_inp("Task" + "x" * 50 + "STATE123"))
+    assert bytes(ids[1:]) == b"Task" + b"STATE123"
+    assert TransformerConfig(max_prompt_bytes=512).max_len >= 512 + 96  # room for the action
+    with pytest.raises(InvalidConfigError):
+        TransformerPolicy(TransformerConfig(max_prompt_bytes=8, prompt_head_bytes=8))
+
+
+def test_dialogue_context_reads_the_conversation_with_compact_tool_calls():
+    messages = [
+        {"role": "system", "content": "rules nobody needs to re-read"},
+        {"role": "user", "content": "User: think of a thing"},
+        {
+            "role": "assistant",
+            "content": '<tool_call>{"name": "talk", "arguments": {"message": "Is it red?"}}</tool_call>',
+        },
+        {"role": "user", "content": "User: No."},
+    ]
+    text = prompt_text(PolicyInput(messages=messages), "dialogue")
+    assert text == "User: think of a thing\n> talk: Is it red?\nUser: No."
+    assert prompt_text(PolicyInput(messages=messages), "latest") == "User: No."
+    with pytest.raises(InvalidConfigError):
+        TransformerPolicy(TransformerConfig(context="everything"))
