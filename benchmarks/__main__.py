@@ -33,6 +33,9 @@ Each section names the machine it ran on. Unless a section says otherwise, the m
 project's standard one: 2 CPU cores, 24 GiB RAM, no GPU, Debian 12, Python 3.11.
 
 Re-run one section with `python -m benchmarks NAME` (names are the `bench_NAME.py` files).
+The one exception is the learning section (`benchmarks/results/learning.md`): training runs
+take tens of minutes each, so it is written from `examples/train_compare.py` runs, and it
+gives the command behind every table and plot.
 """
 
 
