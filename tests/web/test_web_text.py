@@ -275,3 +275,19 @@ def test_missing_chromium_raises_a_clear_error(monkeypatch):
     monkeypatch.setattr(runtime.shutil, "which", lambda name: None)
     with pytest.raises(DependencyMissingError, match="apt-get install -y chromium"):
         runtime.find_chromium()
+
+
+def test_shop_offers_searching_for_the_instruction_until_it_is_typed():
+    env = gym.make("agentgym/WebShopText-v0")
+    obs, info = env.reset(seed=3)
+    instruction = env.unwrapped.instruction()
+    fills = [a for a in info["admissible_actions"] if '"fill"' in a]
+    assert len(fills) == 1 and instruction in fills[0]
+    obs, reward, terminated, truncated, info = env.step(fills[0])
+    assert info["reward_components"]["format"] == 0.0  # a valid action, not a penalty
+    assert f'value="{instruction}"' in obs["text"]
+    assert not any('"fill"' in a for a in info["admissible_actions"])
+    search = next(a for a in info["admissible_actions"] if '"bid": "2"' in a)
+    obs, *_ = env.step(search)
+    assert "results for" in obs["text"]
+    env.close()
