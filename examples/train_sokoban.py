@@ -28,6 +28,7 @@ def main() -> None:
         "--levels", type=int, default=8, help="train on this many fixed levels (0: fresh)"
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=None, help="output folder (default runs/sokoban-<algo>)")
     args = p.parse_args()
     torch.set_num_threads(1)
     cfg = TrainConfig(
@@ -44,7 +45,7 @@ def main() -> None:
         minibatch_size=128,
         task_seeds=list(range(args.levels)) or None,
         model=TransformerConfig(d_model=32, n_layers=2, max_prompt_bytes=64),
-        out_dir=f"runs/sokoban-{args.algo}",
+        out_dir=args.out or f"runs/sokoban-{args.algo}",
     )
     result = train(cfg)
     first, last = result.metrics[0], result.metrics[-1]
