@@ -239,7 +239,7 @@ def _content(message: dict[str, Any]) -> str:
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 
 
-def _compact_action(text: str) -> str:
+def compact_action(text: str) -> str:
     """``> name: value, value`` for each tool call (the JSON wrapper carries no information
     for a byte model and would crowd the history out of its window); other text as is."""
     lines = []
@@ -269,7 +269,7 @@ def prompt_text(inp: PolicyInput, context: str = "latest") -> str:
         if m.get("role") == "system":
             continue
         text = _content(m)
-        lines.append(_compact_action(text) if m.get("role") == "assistant" else text)
+        lines.append(compact_action(text) if m.get("role") == "assistant" else text)
     return "\n".join(lines)
 
 
@@ -572,6 +572,7 @@ __all__ = [
     "ByteTransformer",
     "TransformerConfig",
     "TransformerPolicy",
+    "compact_action",
     "count_tokens",
     "prompt_text",
 ]
