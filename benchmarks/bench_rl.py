@@ -174,11 +174,13 @@ def run(quick: bool = False) -> str:
     out = [
         "## RL: advantage cost and batched policy inference",
         "",
-        "Machine: 2-core CPU shared with other jobs (load varies), no GPU was available to "
-        "this run, so every figure is CPU. Baselines: GRPO's group normalisation for the "
-        "advantage cost; calling the policy once per env (batch 1) for inference. Tokens are "
-        "bytes of the generated action (free mode) or of the chosen candidate (choice mode, "
-        "Sokoban's four admissible moves scored in one pass).",
+        "Machine: the 2-core CPU with nothing else running; no GPU was lent to this "
+        "project, so every figure is CPU and the GPU rows the issue asks for are missing. "
+        "Baselines: GRPO's group normalisation for the advantage cost; calling the policy "
+        "once per env (batch 1) for inference. Tokens are bytes of the generated action "
+        "(free mode) or of the chosen candidate (choice mode, Sokoban's four admissible "
+        "moves read off one forward pass). On one CPU thread a 64-wide model gains little "
+        "from batching; the batched call is what lets `device='cuda'` fill a GPU.",
         "",
         *_advantage_rows(quick),
         "",
