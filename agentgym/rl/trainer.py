@@ -14,6 +14,8 @@ then runs ``ppo_epochs`` passes of minibatched PPO-clip updates (token-mean over
 tokens; the frozen initial policy is the KL reference). Written to ``out_dir``:
 
 * ``metrics.csv`` — one row per iteration (stable column names, see :data:`METRIC_FIELDS`);
+* ``tb/`` — the same metrics as TensorBoard event files (``tensorboard --logdir runs``),
+  against env steps, when the ``tensorboard`` package is installed (``agentgym[train]``);
 * ``curve.png`` — success rate against env steps (matplotlib, if installed);
 * ``checkpoint.pt`` — policy, optimiser, RNG and iteration; ``resume=True`` continues;
 * ``config.json`` — the full configuration.
@@ -183,6 +185,7 @@ class Trainer:
             if config.resume and (self.out / "checkpoint.pt").exists():
                 self.load(self.out / "checkpoint.pt")
             (self.out / "config.json").write_text(json.dumps(asdict(config), indent=2))
+        self._tb = _tensorboard_writer(self.out / "tb") if self.out else None
         record = get_record(config.env_id)
         kwargs = dict(config.env_kwargs)
         self.pool = EnvPool(
@@ -389,6 +392,13 @@ class Trainer:
             self.out / "curve.png",
             title=f"{self.cfg.env_id} ({self.cfg.algo})",
         )
+        if self._tb is not None and self.metrics:
+            row = self.metrics[-1]
+            for name in METRIC_FIELDS:
+                value = row.get(name)
+                if name not in ("iteration", "env_steps") and isinstance(value, int | float):
+                    self._tb.add_scalar(f"train/{name}", value, global_step=row["env_steps"])
+            self._tb.flush()
 
     def _record_episodes(self) -> None:
         """Play ``record_episodes`` episodes with the trained policy into ``rollouts.agtr``.
@@ -447,7 +457,19 @@ class Trainer:
         finally:
             bar.close()
             self.pool.close()
+            if self._tb is not None:
+                self._tb.close()
         return TrainResult(self.metrics, self.policy, self.out)
+
+
+def _tensorboard_writer(path: Path) -> Any:
+    """A TensorBoard ``SummaryWriter`` at ``path``, or None when tensorboard is missing."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        logger.info("tensorboard is not installed; metrics go to metrics.csv only")
+        return None
+    return SummaryWriter(str(path))
 
 
 def _fit(t: torch.Tensor, width: int) -> torch.Tensor:

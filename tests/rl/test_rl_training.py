@@ -90,6 +90,14 @@ def test_cli_train_writes_logs_plot_checkpoint_and_resumes(tmp_path):
     steps = [int(r["env_steps"]) for r in rows]
     assert steps == sorted(steps) and steps[0] > 0
     assert all(np.isfinite(float(r["loss"])) for r in rows)
+    # the same metrics as TensorBoard scalars, one point per iteration, against env steps
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(out / "tb"))
+    events.Reload()
+    success = events.Scalars("train/success")
+    assert [e.step for e in success] == steps
+    assert [e.value for e in success] == pytest.approx([float(r["success"]) for r in rows])
 
 
 def test_unknown_algo_and_env_are_typed_errors():

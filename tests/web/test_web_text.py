@@ -283,7 +283,7 @@ def test_shop_offers_searching_for_the_instruction_until_it_is_typed():
     instruction = env.unwrapped.instruction()
     fills = [a for a in info["admissible_actions"] if '"fill"' in a]
     assert len(fills) == 1 and instruction in fills[0]
-    obs, reward, terminated, truncated, info = env.step(fills[0])
+    obs, _, _, _, info = env.step(fills[0])
     assert info["reward_components"]["format"] == 0.0  # a valid action, not a penalty
     assert f'value="{instruction}"' in obs["text"]
     assert not any('"fill"' in a for a in info["admissible_actions"])
