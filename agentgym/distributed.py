@@ -299,7 +299,9 @@ class RayEnvPool:
         """Reset the given envs (all by default); returns ``(obs, info)`` per index.
 
         A reset that fails because its actor died or hung is retried (on the restarted
-        actor) up to ``retries`` times; an env that raises in ``reset`` is not retried.
+        actor) up to ``retries`` times; while Ray reports the actor as restarting, the reset
+        waits for it (with backoff, up to ``start_timeout_s``) without using a retry. An env
+        that raises in ``reset`` is not retried.
         """
         idx = list(range(self.num_envs)) if indices is None else list(indices)
         self._check(idx)
@@ -312,17 +314,24 @@ class RayEnvPool:
         args = {i: (s, dict(o) if o else None) for i, s, o in zip(idx, seed_list, opts)}
         done: dict[int, Any] = {}
         todo = idx
-        for attempt in range(retries + 1):
+        deadline = time.monotonic() + self.start_timeout_s
+        attempt, pause = 0, 0.1
+        while True:
             refs = []
             for i in todo:
                 actor, slot = self._where(i)
                 refs.append(actor.reset.remote(slot, *args[i]))
             results = self._gather(refs, self.start_timeout_s)
             self._restart_hung(todo, results)
-            again = []
+            again, restarting = [], False
             for i, (status, value) in zip(todo, results):
                 if status == "ok":
                     done[i] = value
+                elif _actor_restarting(status, value) and time.monotonic() < deadline:
+                    # Ray is still bringing the actor back (slow on a loaded machine): wait
+                    # for it, up to start_timeout_s, without spending a retry
+                    again.append(i)
+                    restarting = True
                 elif _actor_lost(status, value) and attempt < retries:
                     again.append(i)
                 else:
@@ -332,6 +341,10 @@ class RayEnvPool:
                     )
             if not again:
                 break
+            if not restarting:
+                attempt += 1
+            time.sleep(pause)
+            pause = min(2 * pause, 2.0)
             todo = again
         return [done[i] for i in idx]
 
@@ -418,6 +431,11 @@ def _describe(exc: BaseException) -> str:
     name = type(exc).__name__
     text = str(exc).strip().splitlines()
     return f"{name}: {text[0] if text else ''}"[:500]
+
+
+def _actor_restarting(status: str, message: str) -> bool:
+    """Ray says the actor is temporarily unavailable: it is being restarted."""
+    return status != "timeout" and "ActorUnavailableError" in message
 
 
 def _actor_lost(status: str, message: str) -> bool:
