@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import json
 import os
 import sys
 
-from agentgym.error import InvalidConfigError
+from agentgym.cli.args import json_object
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -54,12 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from agentgym.server import ServerLimits, create_app, serve
 
     record = get_record(args.env_id)
-    try:
-        env_kwargs = json.loads(args.env_kwargs)
-    except ValueError as exc:
-        raise InvalidConfigError(f"--env-kwargs must be a JSON object: {exc}") from exc
-    if not isinstance(env_kwargs, dict):
-        raise InvalidConfigError('--env-kwargs must be a JSON object, e.g. \'{"split": "test"}\'')
+    env_kwargs = json_object(args.env_kwargs)
     if not _is_loopback(args.host) and not args.token:
         print(
             f"agentgym serve: warning: binding {args.host} without --token lets anyone who can "

@@ -4,16 +4,15 @@ Example::
 
     agentgym train --env agentgym/Sokoban-Tiny-v0 --algo gigpo --iterations 30 --out runs/tiny
 
-Writes ``metrics.csv``, ``curve.png``, ``config.json`` and ``checkpoint.pt`` to ``--out``;
-``--resume`` continues from the checkpoint there.
+Writes ``metrics.csv``, ``tb/`` (TensorBoard), ``curve.png``, ``config.json`` and
+``checkpoint.pt`` to ``--out``; ``--resume`` continues from the checkpoint there.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 
-from agentgym.error import InvalidConfigError
+from agentgym.cli.args import json_object
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -91,13 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from agentgym.rl.trainer import TrainConfig, train
     from agentgym.rl.tree_grpo import TreeGRPOConfig
 
-    try:
-        env_kwargs = json.loads(args.env_kwargs)
-    except json.JSONDecodeError as exc:
-        raise InvalidConfigError(
-            f"--env-kwargs must be a JSON object, got {args.env_kwargs!r} ({exc}). "
-            "Example: --env-kwargs '{\"max_turns\": 8}'"
-        ) from exc
+    env_kwargs = json_object(args.env_kwargs)
     if args.max_turns is not None:
         env_kwargs["max_turns"] = args.max_turns
     cfg = TrainConfig(

@@ -110,6 +110,13 @@ def test_unknown_algo_and_env_are_typed_errors():
     assert main(["train", "--env", "agentgym/Nope-v0", "--no-progress"]) == 2
 
 
+@pytest.mark.parametrize("bad", ["{max_turns: 8}", "[8]"])
+def test_env_kwargs_that_are_not_a_json_object_are_typed_errors(bad, capsys):
+    for command in (["train", "--env", ENV], ["serve", ENV]):
+        assert main([*command, "--env-kwargs", bad]) == 2
+        assert "--env-kwargs must be a JSON object" in capsys.readouterr().err
+
+
 def test_cli_train_records_the_trained_agent_and_the_recording_replays(tmp_path):
     from agentgym.trajectory import open as open_trajectory
     from agentgym.trajectory import replay
