@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from agentgym.simulators.sandbox import ExecResult, Limits, SandboxPool, Session, default_pool
 
@@ -58,6 +58,13 @@ def describe(result: ExecResult, limit: int = OUTPUT_LIMIT) -> str:
 
 class SessionEnv(AgentEnv):
     """An AgentEnv whose world is one sandbox session (opened lazily per episode)."""
+
+    metadata: ClassVar[dict[str, Any]] = {"family": "code", "render_modes": ["ansi"]}
+    default_reward_weights: ClassVar[Mapping[str, float]] = {
+        "format": 0.1,
+        "tool": 0.1,
+        "outcome": 1.0,
+    }
 
     def __init__(
         self,

@@ -93,12 +93,6 @@ def parse_task_id(task_id: object) -> tuple[int, int] | None:
 class CodeMathEnv(SessionEnv):
     """Math problems with a stateful Python tool; see the module docstring for the card."""
 
-    metadata: ClassVar[dict[str, Any]] = {"family": "code", "render_modes": ["ansi"]}
-    default_reward_weights: ClassVar[Mapping[str, float]] = {
-        "format": 0.1,
-        "tool": 0.1,
-        "outcome": 1.0,
-    }
     default_max_turns: ClassVar[int | None] = 8
 
     def __init__(

@@ -101,12 +101,6 @@ def _show(value: Any) -> str:
 class CodeTestsEnv(SessionEnv):
     """Programming against hidden unit tests; see the module docstring for the card."""
 
-    metadata: ClassVar[dict[str, Any]] = {"family": "code", "render_modes": ["ansi"]}
-    default_reward_weights: ClassVar[Mapping[str, float]] = {
-        "format": 0.1,
-        "tool": 0.1,
-        "outcome": 1.0,
-    }
     default_max_turns: ClassVar[int | None] = 10
 
     def __init__(
