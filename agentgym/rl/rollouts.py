@@ -346,8 +346,9 @@ def tree_rollouts(
         for seed in seeds
         for m in range(trees)
     ]
-    absorb(
-        run_chains(
+
+    def play(starts: list[Start]) -> list[Chain]:
+        return run_chains(
             pool,
             policy,
             starts,
@@ -356,7 +357,8 @@ def tree_rollouts(
             keep_snapshots=True,
             stats=stats,
         )
-    )
+
+    absorb(play(starts))
     for _ in range(rounds):
         starts = []
         for (seed, tree), nodes in forest.items():
@@ -373,17 +375,7 @@ def tree_rollouts(
                         tag=(seed, tree, int(pick)),
                     )
                 )
-        absorb(
-            run_chains(
-                pool,
-                policy,
-                starts,
-                next_traj_id=counter,
-                history_turns=history_turns,
-                keep_snapshots=True,
-                stats=stats,
-            )
-        )
+        absorb(play(starts))
     trajs = []
     for (seed, tree), nodes in forest.items():
         task_id = str(nodes[0].info.get("task_id", ""))
