@@ -24,6 +24,7 @@ CPU or, with ``device="cuda"``, on a GPU.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -165,6 +166,13 @@ class ByteTransformer(nn.Module):
 
     def _embed(self, ids: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
         return self.tok(ids) + self.pos(pos.clamp(0, self.cfg.max_len - 1))
+
+
+@functools.lru_cache(maxsize=4096)
+def _choice_trie(cands: tuple[str, ...]) -> _ChoiceTrie:
+    """The trie of a candidate list, built once: envs offer the same lists over and over
+    (every turn, every PPO epoch), and building one costs milliseconds for 40 candidates."""
+    return _ChoiceTrie.build(cands)
 
 
 class _ChoiceTrie:
@@ -338,7 +346,7 @@ class TransformerPolicy:
         trie byte sees the prompt and its own ancestors), so the cost is the prompt plus the
         trie's distinct bytes, not one prompt per candidate.
         """
-        tries = [_ChoiceTrie.build(c) for c in candidates]
+        tries = [_choice_trie(tuple(c)) for c in candidates]
         longest = max(1, self.config.max_len - 1 - max(t.depth for t in tries))
         seqs = [p[-longest:] for p in prompts]
         b, tp, tt = len(seqs), max(len(s) for s in seqs), max(len(t.tokens) for t in tries)
