@@ -18,7 +18,6 @@ Conventions shared by all three (they follow the GiGPO / Tree-GRPO reference cod
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from difflib import SequenceMatcher
 from typing import Any
 
@@ -42,19 +41,36 @@ def _as_float(x: Any, name: str) -> np.ndarray:
     return arr
 
 
-def _as_keys(x: Any) -> list[Any]:
+def _as_keys(x: Any) -> np.ndarray | list[Any]:
+    """Key column as a numpy array when it already is one (or a tensor), else a list."""
     if hasattr(x, "detach"):
         x = x.detach().cpu().numpy()
     if isinstance(x, np.ndarray):
-        return x.tolist()
+        return x if x.ndim == 1 else x.tolist()
     return list(x)
 
 
-def _codes(*columns: Sequence[Any]) -> np.ndarray:
-    """Dense integer codes for the distinct tuples of the given key columns."""
-    index: dict[Any, int] = {}
-    keys = zip(*columns) if len(columns) > 1 else columns[0]
-    return np.fromiter((index.setdefault(k, len(index)) for k in keys), dtype=np.int64)
+def _codes(column: np.ndarray | list[Any]) -> np.ndarray:
+    """Dense integer codes (0..k-1) for the distinct values of one key column.
+
+    Numeric and fixed-width string arrays are coded in C by ``np.unique``; other columns
+    (lists of str, tuples, any hashable) take one dict pass. Code order is arbitrary:
+    callers only compare codes for equality.
+    """
+    if isinstance(column, np.ndarray) and column.dtype.kind in "biuUS":
+        return np.unique(column, return_inverse=True)[1].reshape(-1).astype(np.int64, copy=False)
+    index = dict.fromkeys(column)
+    for i, key in enumerate(index):
+        index[key] = i
+    return np.fromiter(map(index.__getitem__, column), dtype=np.int64, count=len(column))
+
+
+def _pair_codes(outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
+    """Dense codes for the distinct (outer, inner) pairs of two integer code columns."""
+    if outer.size == 0:
+        return outer.copy()
+    joint = outer * (int(inner.max()) + 1) + inner  # < n^2: no int64 overflow below 3e9 rows
+    return np.unique(joint, return_inverse=True)[1].reshape(-1)
 
 
 def _like(result: np.ndarray, template: Any) -> Any:
@@ -115,12 +131,24 @@ def group_normalize(
 def discounted_returns(rewards: Any, traj_ids: Any, gamma: float = 0.95) -> np.ndarray:
     """Per-row discounted return ``R_t = sum_k gamma^k r_{t+k}`` within each trajectory.
 
-    Rows of one trajectory must be in step order; trajectories may interleave. Vectorised
-    over trajectories: one numpy pass per step position (positions <= longest episode).
+    Rows of one trajectory must be in step order; trajectories may interleave.
+
+    Example:
+        >>> discounted_returns([1.0, 1.0, 2.0], ["a", "a", "b"], gamma=0.5).tolist()
+        [1.5, 1.0, 2.0]
     """
     r = _as_float(rewards, "rewards")
     traj = _codes(_as_keys(traj_ids))
     _check_lengths(rewards=r, traj_ids=traj)
+    return _returns_by_code(r, traj, gamma)
+
+
+def _returns_by_code(r: np.ndarray, traj: np.ndarray, gamma: float) -> np.ndarray:
+    """``discounted_returns`` for integer trajectory codes: O(rows) work in all.
+
+    One numpy step per step position, walking from the last position back; each step
+    touches only the rows at that position (rows pre-sorted by position once).
+    """
     if r.size == 0:
         return r.copy()
     order = np.argsort(traj, kind="stable")  # rows grouped by trajectory, step order kept
@@ -128,14 +156,18 @@ def discounted_returns(rewards: Any, traj_ids: Any, gamma: float = 0.95) -> np.n
     starts = np.r_[True, sorted_traj[1:] != sorted_traj[:-1]]
     start_idx = np.maximum.accumulate(np.where(starts, np.arange(r.size), 0))
     pos = np.arange(r.size) - start_idx  # step index within its trajectory
-    ends = np.r_[sorted_traj[1:] != sorted_traj[:-1], True]
+    has_next = np.r_[sorted_traj[1:] == sorted_traj[:-1], False]
+    by_pos = np.argsort(pos, kind="stable")
+    bounds = np.searchsorted(pos[by_pos], np.arange(int(pos.max()) + 2))
     rs = r[order]
     g = np.zeros_like(rs)
-    # G_t = r_t + gamma * G_{t+1}; walk positions from the last step backwards
+    # G_t = r_t + gamma * G_{t+1}; G_{t+1} is the next sorted row when it is the same trajectory
     for p in range(int(pos.max()), -1, -1):
-        rows = np.nonzero(pos == p)[0]
-        nxt = np.where(ends[rows], 0.0, g[np.minimum(rows + 1, r.size - 1)])
-        g[rows] = rs[rows] + gamma * nxt
+        rows = by_pos[bounds[p] : bounds[p + 1]]
+        nxt = rows + 1
+        follow = has_next[rows]
+        g[rows] = rs[rows]
+        g[rows[follow]] += gamma * g[nxt[follow]]
     out = np.empty_like(g)
     out[order] = g
     return out
@@ -245,8 +277,9 @@ def gigpo_advantages(
     bad = np.zeros_like(r) if invalid is None else _as_float(invalid, "invalid")
     penalty = invalid_penalty * (bad > 0)
 
+    # each key column is coded once; (group, x) pairs are combined from the integer codes
     g_codes = _codes(groups)
-    t_codes = _codes(groups, trajs)
+    t_codes = _pair_codes(g_codes, _codes(trajs))
     # --- episode advantage A_E -------------------------------------------------------------
     ep_rewards = r - penalty if penalty_timing == "before" else r
     ep_score = np.bincount(t_codes, weights=ep_rewards)  # R_i per trajectory
@@ -258,13 +291,13 @@ def gigpo_advantages(
         a_e = group_normalize(ep_score, traj_group, mode=mode, eps=eps)[t_codes]
     # --- step advantage A_S ----------------------------------------------------------------
     step_rewards = r - penalty if penalty_timing == "before" else r
-    g_t = discounted_returns(step_rewards, t_codes, gamma)
+    g_t = _returns_by_code(step_rewards, t_codes, gamma)
     if penalty_timing == "after":
         g_t = g_t - penalty
     if similarity_threshold is None:
-        a_codes = _codes(groups, states)
+        a_codes = _pair_codes(g_codes, _codes(states))
     else:
-        a_codes = _similarity_codes(groups, [str(s) for s in states], similarity_threshold)
+        a_codes = _similarity_codes(list(groups), [str(s) for s in states], similarity_threshold)
     a_s = group_normalize(g_t, a_codes, mode=mode, eps=eps, singleton="zero")
     return _like(a_e + omega * a_s, rewards)
 
@@ -292,6 +325,9 @@ def tree_grpo_advantages(
     tasks = _as_keys(task_ids)
     trees = _as_keys(tree_ids)
     _check_lengths(leaf_scores=s, task_ids=tasks, tree_ids=trees)
-    inter = group_normalize(s, _codes(tasks), mode="mean_std_norm", eps=eps)
-    intra = group_normalize(s, _codes(tasks, trees), mode="mean_std_norm", eps=eps)
+    task_codes = _codes(tasks)
+    inter = group_normalize(s, task_codes, mode="mean_std_norm", eps=eps)
+    intra = group_normalize(
+        s, _pair_codes(task_codes, _codes(trees)), mode="mean_std_norm", eps=eps
+    )
     return _like(inter + intra, leaf_scores)
