@@ -21,6 +21,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.timing import load
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 TARGET = HERE.parent / "BENCHMARKS.md"
@@ -79,9 +81,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in names:
             print(f"[bench] {name} ...", flush=True)
             start = time.perf_counter()
+            load_before = load()
             module = importlib.import_module(f"benchmarks.bench_{name}")
             section = module.run(quick=args.quick).strip()
-            section += f"\n\n_Measured {time.strftime('%Y-%m-%d')} on {machine()}; took {time.perf_counter() - start:.0f} s._\n"
+            section += (
+                f"\n\n_Measured {time.strftime('%Y-%m-%d')} on {machine()}; took "
+                f"{time.perf_counter() - start:.0f} s; {load_before} at the start, "
+                f"{load()} at the end._\n"
+            )
             (RESULTS / f"{name}.md").write_text(section)
             print(f"[bench] {name} done in {time.perf_counter() - start:.1f}s", flush=True)
     assemble()

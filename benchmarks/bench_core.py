@@ -1,6 +1,7 @@
 """Core overheads: the contract's cost per step, the wrapper stack, and Sokoban throughput.
 
-Baselines measured in the same run:
+Baselines measured in the same run, interleaved with the rows they anchor:
+* Gymnasium's FrozenLake through ``gym.make``: what a minimal Gymnasium step costs;
 * Sokoban's world mechanics alone (``simulators.grid.sokoban.move`` + render), against which
   the full ``AgentEnv.step`` (parse, validate, reward components, info) is compared;
 * the bare env, against which the ``gym.make`` default wrappers and agentgym's wrapper stack
@@ -9,30 +10,36 @@ Baselines measured in the same run:
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
 from agentgym.simulators.grid.sokoban import DIRECTIONS, generate_level, move, render
-from agentgym.wrappers import ChatHistory, LimitTurns, ReweightReward
+from agentgym.wrappers import ChatHistory, LimitTurns, Record, ReweightReward
 
 import agentgym  # noqa: F401  (registers the envs)
 from agentgym.parsing import parse_action, render_tool_call
+from benchmarks.timing import interleaved, min_median
 
 ENV_ID = "agentgym/Sokoban-Small-v0"
 ACTIONS = [render_tool_call("move", {"direction": d}) for d in DIRECTIONS]
 
 
-def _rate(fn: Callable[[int], None], steps: int, repeats: int = 3) -> float:
-    """Best-of-``repeats`` steps per second of ``fn(i)`` over ``steps`` calls."""
-    best = 0.0
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for i in range(steps):
+def _chunk(fn: Callable[[int], None], steps: int) -> Callable[[], None]:
+    """One timed unit: ``steps`` consecutive calls of ``fn(i)``, ``i`` running on across units."""
+    counter = [0]
+
+    def unit() -> None:
+        base = counter[0]
+        for i in range(base, base + steps):
             fn(i)
-        best = max(best, steps / (time.perf_counter() - start))
-    return best
+        counter[0] = base + steps
+
+    return unit
 
 
 def _env_loop(env: gym.Env) -> Callable[[int], None]:
@@ -48,8 +55,24 @@ def _env_loop(env: gym.Env) -> Callable[[int], None]:
     return step
 
 
+def _frozenlake_loop() -> Callable[[int], None]:
+    """Gymnasium's own FrozenLake through ``gym.make``: the cost of a minimal Gymnasium step."""
+    env = gym.make("FrozenLake-v1")
+    env.reset(seed=0)
+    episode = [0]
+
+    def step(i: int) -> None:
+        _, _, terminated, truncated, _ = env.step((i * 7 + i // 3) % 4)
+        if terminated or truncated:
+            episode[0] += 1
+            env.reset(seed=episode[0])
+
+    return step
+
+
 def run(quick: bool = False) -> str:
-    steps = 2_000 if quick else 20_000
+    steps = 500 if quick else 2_000  # steps per timed unit
+    rounds = 3 if quick else 10
     rng = np.random.default_rng(0)
     level, state, _ = generate_level(rng, 6, 6, 1, min_solution=4, pull_steps=60)
     names = list(DIRECTIONS)
@@ -62,35 +85,53 @@ def run(quick: bool = False) -> str:
     def parser(i: int) -> None:
         parse_action(ACTIONS[i % 4], ())
 
+    tmp = tempfile.mkdtemp(prefix="bench_core_")
     bare = gym.make(ENV_ID).unwrapped
     made = gym.make(ENV_ID)
     stack = ReweightReward(
         LimitTurns(ChatHistory(gym.make(ENV_ID), history_turns=4), 100), {"step": 0.05}
     )
-    rates = {
-        "world mechanics only (baseline: move + render)": _rate(mechanics, steps),
-        "parse_action of one tool call (no schema)": _rate(parser, steps),
-        "bare AgentEnv.step": _rate(_env_loop(bare), steps),
-        "gym.make (+ Gymnasium's checker/order wrappers)": _rate(_env_loop(made), steps),
-        "+ ChatHistory + LimitTurns + ReweightReward": _rate(_env_loop(stack), steps),
+    recorded = Record(gym.make(ENV_ID), os.path.join(tmp, "core.agtr"))
+    loops = {
+        "Gymnasium FrozenLake-v1 via gym.make (baseline: a minimal Gymnasium step)": (
+            _frozenlake_loop()
+        ),
+        "world mechanics only (baseline: move + render)": mechanics,
+        "parse_action of one tool call (no schema)": parser,
+        "bare AgentEnv.step": _env_loop(bare),
+        "gym.make (+ Gymnasium's checker/order wrappers)": _env_loop(made),
+        "+ ChatHistory + LimitTurns + ReweightReward": _env_loop(stack),
+        "gym.make + Record (every step written to .agtr)": _env_loop(recorded),
     }
-    bare_rate = rates["bare AgentEnv.step"]
+    times = interleaved({k: _chunk(fn, steps) for k, fn in loops.items()}, rounds)
+    recorded.close()
+    shutil.rmtree(tmp, ignore_errors=True)
+    per_step = {k: [t / steps * 1e6 for t in v] for k, v in times.items()}  # µs per step
+    bare_us = min(per_step["bare AgentEnv.step"])
+    made_us = min(per_step["gym.make (+ Gymnasium's checker/order wrappers)"])
+    lake_us = min(per_step[next(iter(per_step))])
     lines = [
         "## Core: contract and wrapper overhead (Sokoban-Small)",
         "",
-        f"{steps} steps per measurement, best of 3, one process on a 2-core CPU (no GPU). "
-        "Overhead is per step relative to the bare env. Env rows cycle through the four moves "
-        "and include the resets that end each episode (at most 15 turns), which the "
-        "mechanics-only baseline does not; the env step also validates the call against its "
-        "JSON schema and builds the info dict.",
+        f"{rounds} interleaved rounds (every row once per round, in turn) of {steps} steps each, "
+        "one process on a 2-core CPU (no GPU); min and median µs per step over the rounds. "
+        "Env rows cycle through the four moves and include the resets that end each episode "
+        "(at most 15 turns), which the mechanics-only baseline does not; the env step also "
+        "parses and validates the call against its JSON schema and builds the info dict. "
+        "Deltas compare minimums: wrapper rows against the bare env, Record against gym.make.",
         "",
-        "| what | steps/s | µs/step | vs bare env |",
-        "|---|---:|---:|---:|",
+        "| what | µs/step min | µs/step median | vs bare env | vs FrozenLake |",
+        "|---|---:|---:|---:|---:|",
     ]
-    for name, rate in rates.items():
-        delta = (1e6 / rate) - (1e6 / bare_rate)
-        rel = "—" if name.startswith(("world", "parse")) else f"{delta:+.1f} µs"
-        lines.append(f"| {name} | {rate:,.0f} | {1e6 / rate:.1f} | {rel} |")
+    for name, samples in per_step.items():
+        lo, med = min_median(samples)
+        if name.startswith("gym.make + Record"):
+            rel = f"+{(lo / made_us - 1) * 100:.1f}% vs gym.make"
+        elif name.startswith(("Gymnasium", "world", "parse")):
+            rel = "—"
+        else:
+            rel = f"{lo - bare_us:+.1f} µs"
+        lines.append(f"| {name} | {lo:.1f} | {med:.1f} | {rel} | {lo / lake_us:.1f}x |")
 
     lines += [
         "",

@@ -4,29 +4,10 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any
 
 import numpy as np
 
-
-def _best(fn, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def _interleaved(fns: dict[str, Any], rounds: int) -> dict[str, list[float]]:
-    """Time each callable once per round, in turn (ABAB...), so load drifts hit all alike."""
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    return times
+from benchmarks.timing import interleaved
 
 
 def _advantage_rows(quick: bool) -> list[str]:
@@ -55,7 +36,7 @@ def _advantage_rows(quick: bool) -> list[str]:
             rewards, str_groups, trajs, states
         ),
     }
-    times = _interleaved(fns, 3 if quick else 9)
+    times = interleaved(fns, 3 if quick else 9)
     base = min(times["GRPO, integer group ids (baseline)"])
     rows = [
         "| estimator (100,000 step rows, groups of 8, 15-step episodes) | min (ms) | median (ms) "
@@ -83,7 +64,7 @@ def _advantage_rows(quick: bool) -> list[str]:
         ),
         "group normalisation (bincount)": lambda: adv.group_normalize(rewards, s_codes),
     }
-    ptimes = _interleaved(parts, 3 if quick else 9)
+    ptimes = interleaved(parts, 3 if quick else 9)
     rows += [
         "",
         "Where a GiGPO call's time goes (string state keys; min over interleaved repeats):",
