@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -287,7 +287,7 @@ class AgentEnv(gym.Env[Observation, str]):
             "reward_components": components,
             "action_valid": valid,
             "error": error,
-            "tool_calls": [asdict(c) for c in parsed.tool_calls],
+            "tool_calls": [c.to_dict() for c in parsed.tool_calls],
             "state_key": self.state_key(),
         }
         if terminated or truncated:

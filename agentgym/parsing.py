@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import difflib
 import inspect
 import json
@@ -92,6 +93,15 @@ class Tool:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         return cls(schema)
 
+    @cached_property
+    def known_valid(self) -> dict[str, None]:
+        """Canonical JSON of argument sets this tool already accepted (a bounded memo).
+
+        Agents repeat the same calls constantly (moves, clicks), and schema validation is
+        most of a step's parsing cost; an exact key makes a repeat a dict lookup.
+        """
+        return {}
+
 
 @dataclass(frozen=True)
 class ToolCall:
@@ -100,6 +110,16 @@ class ToolCall:
     name: str
     arguments: dict[str, Any]
     id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"name", "arguments", "id"}`` with the arguments copied (as ``info`` carries it)."""
+        args = self.arguments
+        flat = all(not isinstance(v, dict | list) for v in args.values())
+        return {
+            "name": self.name,
+            "arguments": dict(args) if flat else copy.deepcopy(args),
+            "id": self.id,
+        }
 
     def to_openai(self) -> dict[str, Any]:
         return {
@@ -152,10 +172,31 @@ def _quote(value: Any) -> str:
     return repr(text)
 
 
-def _schema_error(tool: Tool, arguments: dict[str, Any]) -> str | None:
-    """A one-line description of what is wrong with ``arguments``, or None if they fit."""
+_MEMO_KEY_LIMIT = 512  # longer argument sets are validated every time
+_MEMO_SIZE = 4096  # per tool; the memo is emptied when full
+
+
+def _schema_error(tool: Tool, arguments: dict[str, Any], *, json_typed: bool) -> str | None:
+    """A one-line description of what is wrong with ``arguments``, or None if they fit.
+
+    ``json_typed`` says the arguments came out of ``json.loads`` (only JSON types inside), so
+    their canonical JSON text is an exact memo key; a tuple passed in by code could dump like
+    a list yet fail an ``array`` check, so such arguments are never memoised.
+    """
+    key = None
+    if json_typed:
+        try:
+            key = json.dumps(arguments, sort_keys=True, separators=(",", ":"))
+        except (ValueError, RecursionError):
+            key = None
+        if key in tool.known_valid:
+            return None
     validator = tool.validator
     if validator.is_valid(arguments):
+        if key is not None and len(key) <= _MEMO_KEY_LIMIT:
+            if len(tool.known_valid) >= _MEMO_SIZE:
+                tool.known_valid.clear()
+            tool.known_valid[key] = None
         return None
     err = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
     if err is None:
@@ -174,7 +215,7 @@ def _schema_error(tool: Tool, arguments: dict[str, Any]) -> str | None:
 
 
 def _check_call(
-    obj: Any, tools_by_name: Mapping[str, Tool], where: str
+    obj: Any, tools_by_name: Mapping[str, Tool], where: str, *, json_typed: bool = False
 ) -> tuple[ToolCall | None, str | None]:
     if not isinstance(obj, dict):
         return None, (
@@ -187,6 +228,7 @@ def _check_call(
         return None, f'{where}: missing "name" (a string naming the tool).'
     args: Any = obj.get("arguments", obj.get("parameters", {}))
     if isinstance(args, str):
+        json_typed = True
         try:
             args = json.loads(args) if args.strip() else {}
         except (ValueError, RecursionError) as exc:
@@ -202,7 +244,7 @@ def _check_call(
         hint = f" Did you mean {close[0]!r}?" if close else ""
         listing = ", ".join(known) if known else "none (this env takes no tool calls)"
         return None, f"{where}: unknown tool {_quote(name)}.{hint} Available tools: {listing}."
-    problem = _schema_error(tool, args)
+    problem = _schema_error(tool, args, json_typed=json_typed)
     if problem is not None:
         return None, f"{where} ({name}): {problem}."
     call_id = obj.get("id") if isinstance(obj.get("id"), str) else None
@@ -261,7 +303,7 @@ def _parse_text(text: str, tools: Sequence[Tool], max_calls: int) -> ParsedActio
         except ValueError as exc:
             errors.append(f"{where}: invalid JSON ({exc}).")
             continue
-        call, err = _check_call(obj, tools_by_name, where)
+        call, err = _check_call(obj, tools_by_name, where, json_typed=True)
         if err:
             errors.append(err)
         elif call is not None:

@@ -15,13 +15,18 @@ from collections.abc import Callable, Mapping
 
 
 def interleaved(fns: Mapping[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
-    """Seconds each callable took, one call per round, the callables taking turns."""
+    """Seconds each callable took, one call per round, the callables taking turns.
+
+    A callable may return a float: seconds of its own run to leave out of its time (work it
+    had to do that the row does not measure, such as the resets between timed steps).
+    """
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
             start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
+            excluded = fn()
+            elapsed = time.perf_counter() - start
+            times[name].append(elapsed - (excluded if isinstance(excluded, float) else 0.0))
     return times
 
 

@@ -84,6 +84,9 @@ SYSTEM_PROMPT = (
 )
 
 
+_MOVES = tuple(render_tool_call("move", {"direction": d}) for d in DIRECTIONS)
+
+
 class SokobanEnv(AgentEnv):
     """Sokoban with seeded, always-solvable levels; see the module docstring for the card."""
 
@@ -212,7 +215,7 @@ class SokobanEnv(AgentEnv):
         return hashlib.blake2b(self._grid().encode(), digest_size=16).hexdigest()
 
     def admissible_actions(self) -> list[str]:
-        return [render_tool_call("move", {"direction": d}) for d in DIRECTIONS]
+        return list(_MOVES)  # the four moves; a fresh list so callers may edit theirs
 
     def oracle_action(self) -> str:
         """The first move of an optimal plan from here (BFS), or a harmless move if stuck."""
