@@ -1,0 +1,229 @@
+"""Where the env server runs blocking env calls: a bounded thread pool with fair queueing.
+
+Env calls (build, reset, step, close) block: a sandbox cell, a browser page, a sleep in
+model-written code. The server runs them on worker threads owned by a
+:class:`FairScheduler`, never on the event loop and never on asyncio's small default pool
+(``min(32, cpus + 4)`` threads, which a few slow sessions used to fill, so every other
+session waited behind them).
+
+Rules:
+
+* At most ``workers`` calls run at once (by default one per allowed session, so a session
+  always finds a free thread when it has one call in flight, which the server guarantees).
+* When more calls wait than threads are free, the next thread goes to the waiting call of
+  the session that has used the least thread time lately (start-time fair queueing), so
+  sessions with slow steps cannot push out sessions with quick ones.
+* A call that runs past its deadline is *abandoned*: its thread cannot be interrupted, so
+  it stops counting against ``workers`` (a spare thread takes over) and its ``on_abandon``
+  callback runs on that thread when the call finally returns (the server closes the env
+  there, so no env is ever left open).
+* Every call reports how long it waited for a thread (``queue_s``) and ran (``run_s``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class CallTimeout(Exception):
+    """The call ran past its deadline and was abandoned (its thread still runs)."""
+
+
+@dataclass
+class Timed(Generic[T]):
+    """A call's result with the time it waited for a thread and the time it ran."""
+
+    value: T
+    queue_s: float
+    run_s: float
+
+
+@dataclass(eq=False)
+class _Call:
+    key: str
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    on_abandon: Callable[[Any], None] | None
+    future: asyncio.Future
+    started: asyncio.Event
+    enqueued_at: float = field(default_factory=time.monotonic)
+    started_at: float = 0.0
+    ended_at: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    finished: bool = False
+    abandoned: bool = False
+    cancelled: bool = False
+
+
+class FairScheduler:
+    """Runs blocking calls for sessions on a bounded, fairly shared thread pool.
+
+    Args:
+        workers: Calls that may run at once.
+        spare: Extra threads for calls that were abandoned past their deadline and still run.
+
+    Must be used from one event loop (the server's). See the module docstring.
+    """
+
+    def __init__(self, workers: int, spare: int = 0):
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.workers = int(workers)
+        self._pool = ThreadPoolExecutor(
+            max_workers=self.workers + max(0, int(spare)), thread_name_prefix="agentgym-env"
+        )
+        self._waiting: list[tuple[float, int, _Call]] = []
+        self._seq = itertools.count()
+        self._finish_tag: dict[str, float] = {}
+        self._clock = 0.0
+        self.running = 0
+        self.abandoned = 0
+        self.calls = 0
+
+    # ---- public -----------------------------------------------------------------------------
+
+    @property
+    def waiting(self) -> int:
+        return sum(1 for *_, c in self._waiting if not c.cancelled)
+
+    def stats(self) -> dict[str, int]:
+        """Counts for ``/health``: threads allowed, calls running, waiting, abandoned."""
+        return {
+            "workers": self.workers,
+            "running": self.running,
+            "waiting": self.waiting,
+            "abandoned": self.abandoned,
+        }
+
+    async def run(
+        self,
+        key: str,
+        fn: Callable[..., T],
+        *args: Any,
+        timeout: float,
+        on_abandon: Callable[[Any], None] | None = None,
+    ) -> Timed[T]:
+        """Run ``fn(*args)`` on a worker thread for session ``key``.
+
+        ``timeout`` bounds the run, not the wait for a thread. Past it, the call is abandoned,
+        :class:`CallTimeout` is raised here, and ``on_abandon(result_or_None)`` runs on the
+        worker thread once ``fn`` returns. Exceptions from ``fn`` are re-raised here.
+        """
+        loop = asyncio.get_running_loop()
+        call = _Call(key, fn, args, on_abandon, loop.create_future(), asyncio.Event())
+        start_tag = max(self._clock, self._finish_tag.get(key, 0.0))
+        heapq.heappush(self._waiting, (start_tag, next(self._seq), call))
+        self._dispatch(loop)
+        try:
+            await call.started.wait()
+        except asyncio.CancelledError:
+            call.cancelled = True  # never dispatched: skipped when it reaches the head
+            if call.started.is_set():
+                self._abandon(call)
+            raise
+        try:
+            value = await asyncio.wait_for(asyncio.shield(call.future), timeout)
+        except TimeoutError:
+            if not self._abandon(call):  # it finished at the very deadline: take the result
+                value = await call.future
+                return self._timed(call, value)
+            raise CallTimeout(f"the call ran past {timeout:g} s") from None
+        except asyncio.CancelledError:
+            self._abandon(call)
+            raise
+        return self._timed(call, value)
+
+    def shutdown(self) -> None:
+        """Stop taking calls; threads still running finish on their own (daemon-like)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # ---- internals --------------------------------------------------------------------------
+
+    @staticmethod
+    def _timed(call: _Call, value: Any) -> Timed[Any]:
+        return Timed(value, call.started_at - call.enqueued_at, call.ended_at - call.started_at)
+
+    def _abandon(self, call: _Call) -> bool:
+        """Mark a running call abandoned; False when it had already finished."""
+        with call.lock:
+            if call.finished:
+                return False
+            call.abandoned = True
+        self.running -= 1
+        self.abandoned += 1
+        logger.warning("agentgym serve: a call for session %s ran past its deadline", call.key)
+        self._dispatch(asyncio.get_running_loop())
+        return True
+
+    def _dispatch(self, loop: asyncio.AbstractEventLoop) -> None:
+        while self.running < self.workers and self._waiting:
+            start_tag, _, call = heapq.heappop(self._waiting)
+            if call.cancelled:
+                continue
+            self._clock = max(self._clock, start_tag)
+            self.running += 1
+            self.calls += 1
+            call.started_at = time.monotonic()
+            call.started.set()
+            try:
+                self._pool.submit(self._work, loop, call, start_tag)
+            except RuntimeError as exc:  # the pool was shut down
+                self.running -= 1
+                call.future.set_exception(exc)
+
+    def _work(self, loop: asyncio.AbstractEventLoop, call: _Call, start_tag: float) -> None:
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            value = call.fn(*call.args)
+        except BaseException as exc:
+            error = exc
+        call.ended_at = time.monotonic()
+        with call.lock:
+            call.finished = True
+            abandoned = call.abandoned
+        if abandoned and call.on_abandon is not None:
+            try:
+                call.on_abandon(value)
+            except Exception:
+                logger.exception("agentgym serve: cleanup after an abandoned call failed")
+        with contextlib.suppress(RuntimeError):  # the loop is gone: the server stopped
+            loop.call_soon_threadsafe(self._finish, loop, call, start_tag, value, error, abandoned)
+
+    def _finish(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        call: _Call,
+        start_tag: float,
+        value: Any,
+        error: BaseException | None,
+        abandoned: bool,
+    ) -> None:
+        if abandoned:
+            self.abandoned -= 1
+        else:
+            self.running -= 1
+        self._finish_tag[call.key] = start_tag + (call.ended_at - call.started_at)
+        if len(self._finish_tag) > 4 * self.workers + 64:  # forget sessions long gone
+            floor = self._clock
+            self._finish_tag = {k: v for k, v in self._finish_tag.items() if v > floor}
+        if not abandoned and not call.future.done():  # nobody awaits an abandoned call
+            if error is not None:
+                call.future.set_exception(error)
+            else:
+                call.future.set_result(value)
+        self._dispatch(loop)
