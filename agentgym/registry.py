@@ -15,7 +15,9 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import logging
+import os
 import pkgutil
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -23,7 +25,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentgym.error import UnknownEnvError
+from agentgym.error import InvalidConfigError, UnknownEnvError
 
 logger = logging.getLogger(__name__)
 
@@ -114,9 +116,39 @@ def get_record(env_id: str) -> EnvRecord:
     return _RECORDS[key]
 
 
+def _import_id_module(module: str) -> None:
+    """Import the ``module`` of a ``"module:Env-vN"`` id, as ``gym.make`` does.
+
+    Command-line tools do not have the working directory on ``sys.path``; a user's own env
+    module sitting there (``agentgym check my_envs:mylab/Thing-v0``) is found all the same.
+    """
+    top = module.split(".")[0]
+    while True:
+        try:
+            importlib.import_module(module)
+            return
+        except ModuleNotFoundError as exc:
+            if exc.name != top:
+                raise  # the module exists but something it imports is missing: show that
+            if os.getcwd() not in sys.path:
+                sys.path.insert(0, os.getcwd())
+                continue
+            raise InvalidConfigError(
+                f"The env id names the module {module!r}, which is not importable from here "
+                f"(working directory {os.getcwd()!r}). Run from the folder that holds it, put "
+                "it on PYTHONPATH, or pip install its package."
+            ) from exc
+
+
 def resolve_id(env_id: str) -> str:
-    """Normalise ``"agentgym:agentgym/X-v0"`` or ``"X-v0"`` to the registered id."""
-    key = env_id.split(":", 1)[1] if ":" in env_id else env_id
+    """Normalise ``"agentgym:agentgym/X-v0"`` or ``"X-v0"`` to the registered id.
+
+    A ``"module:"`` prefix is imported first, so envs registered by a user's own module are
+    found (``"my_envs:mylab/Thing-v0"``).
+    """
+    module, _, key = env_id.rpartition(":")
+    if module and module != "agentgym" and key not in _RECORDS:
+        _import_id_module(module)
     if key in _RECORDS:
         return key
     if f"{NAMESPACE}/{key}" in _RECORDS:
