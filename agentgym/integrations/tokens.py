@@ -10,6 +10,15 @@ Env replies are tokenised with the model's chat template as the *difference* bet
 conversation with and without them, so they carry the template's role markers and end with
 the generation prompt for the next assistant turn. Sampled tokens are kept verbatim (never
 re-tokenised), which keeps logprobs aligned with what the sampler produced.
+
+A turn's text is decoded with the tokenizer's special tokens KEPT (:func:`decode_turn`): a
+model whose tokenizer makes ``<tool_call>`` a special token (Qwen-style tool tokens, or a
+tokenizer extended for training) would otherwise lose its tool-call tags, and every turn
+would reach the env as invalid. Only the end-of-turn tokens that close the turn are dropped.
+
+Text-only chat templates render ``image_url`` parts as nothing (or as the part list's
+``str()``); :func:`text_only_messages` turns them into the task's text plus a plain note
+that images were left out, so a text model still reads the task and never base64.
 """
 
 from __future__ import annotations
@@ -28,15 +37,83 @@ __all__ = [
     "Generate",
     "TokenEpisode",
     "chat_ids",
+    "decode_turn",
+    "end_of_turn_ids",
     "env_reply_ids",
     "run_token_episode",
+    "text_only_messages",
 ]
+
+# tokens that close an assistant turn in the common chat formats (ChatML/Qwen, Llama 3,
+# Gemma, Phi, Mistral); only the ones the tokenizer knows as single tokens are used
+_END_OF_TURN = (
+    "<|im_end|>",
+    "<|endoftext|>",
+    "<|eot_id|>",
+    "<|end_of_text|>",
+    "<end_of_turn>",
+    "<|end|>",
+    "</s>",
+)
+
+IMAGES_LEFT_OUT = (
+    "[{n} image(s) left out here: this prompt is text-only. Use a vision-language model and "
+    "keep images in the chat to see them.]"
+)
 
 # a neutral exchange the env reply is appended to, to read off the reply's own tokens
 _BASE: list[Message] = [
     {"role": "user", "content": "."},
     {"role": "assistant", "content": "."},
 ]
+
+
+def end_of_turn_ids(tokenizer: Any) -> set[int]:
+    """Ids that end a sampled turn: the EOS token and the known end-of-turn tokens."""
+    ids: set[int] = set()
+    eos = getattr(tokenizer, "eos_token_id", None)
+    if isinstance(eos, int):
+        ids.add(eos)
+    elif isinstance(eos, list | tuple):
+        ids.update(int(t) for t in eos)
+    vocab = tokenizer.get_vocab() if hasattr(tokenizer, "get_vocab") else {}
+    ids.update(int(vocab[t]) for t in _END_OF_TURN if t in vocab)
+    return ids
+
+
+def decode_turn(tokenizer: Any, token_ids: Sequence[int]) -> str:
+    """The text of one sampled turn: trailing end-of-turn tokens dropped, every other
+    special token kept (``<tool_call>`` may be one; see the module docstring)."""
+    ids = [int(t) for t in token_ids]
+    stop = end_of_turn_ids(tokenizer)
+    while ids and ids[-1] in stop:
+        ids.pop()
+    return str(tokenizer.decode(ids, skip_special_tokens=False))
+
+
+def text_only_messages(messages: Sequence[Message]) -> list[Message]:
+    """Messages whose content is plain text: text parts joined, images replaced by a note.
+
+    Messages without content parts are returned unchanged (the same objects).
+    """
+    out: list[Message] = []
+    for m in messages:
+        content = m.get("content")
+        if not isinstance(content, list):
+            out.append(m)
+            continue
+        texts: list[str] = []
+        images = 0
+        for part in content:
+            kind = part.get("type") if isinstance(part, Mapping) else None
+            if kind == "text":
+                texts.append(str(part.get("text", "")))
+            elif kind in ("image_url", "image", "input_image"):
+                images += 1
+        if images:
+            texts.append(IMAGES_LEFT_OUT.format(n=images))
+        out.append({**m, "content": "\n".join(t for t in texts if t)})
+    return out
 
 
 class ChatTokenizer(Protocol):
@@ -105,6 +182,7 @@ async def run_token_episode(
     options: Mapping[str, Any] | None = None,
     max_turns: int | None = None,
     response_length: int | None = None,
+    text_only: bool = True,
 ) -> TokenEpisode:
     """Play one episode; env tokens get mask 0 and logprob 0.0.
 
@@ -112,9 +190,14 @@ async def run_token_episode(
     response would pass ``response_length`` tokens (then cut to that length).
     ``reward_score`` is the sum of the env's step rewards; ``num_turns`` counts the chat's
     messages other than the system prompt (task, model turns, env replies), as verl does.
+    With ``text_only`` (the default; token-level trainers here tokenise with a text chat
+    template) image parts are replaced by a note, see :func:`text_only_messages`.
     """
+    render = text_only_messages if text_only else list
     start = await session.areset(seed, options)
-    prompt_ids = chat_ids(tokenizer, start.messages, start.tools, add_generation_prompt=True)
+    prompt_ids = chat_ids(
+        tokenizer, render(start.messages), start.tools, add_generation_prompt=True
+    )
     response_ids: list[int] = []
     mask: list[int] = []
     logprobs: list[float] = []
@@ -136,14 +219,13 @@ async def run_token_episode(
             logprobs += [0.0] * len(new_ids)
         else:
             logprobs += [float(x) for x in new_lps]
-        text = tokenizer.decode(new_ids, skip_special_tokens=True)
-        turn = await session.astep(text)
+        turn = await session.astep(decode_turn(tokenizer, new_ids))
         turns += 1
         rewards.append(turn.reward)
         info.update(turn.info)
         if turn.done:
             break
-        reply = env_reply_ids(tokenizer, turn.messages)
+        reply = env_reply_ids(tokenizer, render(turn.messages))
         response_ids += reply
         mask += [0] * len(reply)
         logprobs += [0.0] * len(reply)

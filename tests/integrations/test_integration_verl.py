@@ -1,49 +1,168 @@
-"""verl: the agent loop returns a valid AgentLoopOutput; the BaseInteraction form plays episodes."""
+"""verl 0.9: the agent loop driven by verl's own dataset, AgentLoopWorker and PPO loss.
+
+No vLLM here: a stub server object stands in for verl's ``LLMServerClient`` (same
+``generate(request_id, *, prompt_ids, sampling_params)`` -> ``TokenOutput``). The model's
+tokenizer is built offline and, like the project's TRL example, makes ``<tool_call>`` a
+special token. Before the fix every turn reached the env without its tool-call tags.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import inspect
-import types
+import os
 
+import numpy as np
 import pytest
 
-from agentgym.integrations import verl as agverl
 from agentgym.parsing import render_tool_call
 
+pytest.importorskip("verl.experimental.agent_loop.agent_loop")
+pytest.importorskip("transformers")
+
+from agentgym.integrations import verl as agverl
+
+pytestmark = pytest.mark.slow
+
 ENV_ID = "agentgym/Sokoban-Tiny-v0"
-MOVES = [render_tool_call("move", {"direction": d}) for d in ("up", "left", "down", "right")]
+SEED = 0  # box one step right of the goal: "up" then "left" solves it
+SOLVE = [render_tool_call("move", {"direction": d}) for d in ("up", "left")]
+STALL = [render_tool_call("move", {"direction": "down"})] * 3  # valid call, into a wall
 
 
-def test_agent_loop_against_real_verl():
-    loop_mod = pytest.importorskip("verl.experimental.agent_loop.agent_loop")
-    pytest.importorskip("transformers")
-    from agentgym.integrations.offline import ScriptedLLM, char_tokenizer
+def _model_dir(tmp_path) -> str:
+    """A tokenizer (``<tool_call>`` special) and a tiny Qwen2 config on disk, no download."""
+    from transformers import Qwen2Config
 
-    cls = agverl.AgentGymAgentLoop
-    assert issubclass(cls, loop_mod.AgentLoopBase)
-    assert loop_mod._agent_loop_registry[agverl.AGENT_NAME] == {
-        "_target_": "agentgym.integrations.verl.AgentGymAgentLoop"
-    }
+    from agentgym.integrations.offline import char_tokenizer
+
     tok = char_tokenizer()
-    llm = ScriptedLLM(tok, MOVES)
+    tok.add_special_tokens(
+        {"additional_special_tokens": ["<|im_start|>", "<tool_call>", "</tool_call>"]}
+    )
+    path = str(tmp_path / "model")
+    tok.save_pretrained(path)
+    cfg = Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=8192,
+    )
+    cfg.architectures = ["Qwen2ForCausalLM"]
+    cfg.save_pretrained(path)
+    return path
 
-    class Server:  # verl's LLMServerClient.generate signature, answered by a scripted model
-        async def generate(self, request_id, *, prompt_ids, sampling_params, **kw):
-            ids, lps = await llm(prompt_ids)
-            return types.SimpleNamespace(token_ids=ids, log_probs=lps)
 
-    loop = object.__new__(cls)  # verl builds it from its trainer config; we set what run uses
-    loop.server_manager = Server()
-    loop.tokenizer = tok
-    loop.rollout_config = types.SimpleNamespace(response_length=2048, prompt_length=4096)
-    row = agverl.agent_loop_rows(ENV_ID, [7], max_turns=6)[0]
-    out = asyncio.run(loop.run({"temperature": 1.0}, **row))
-    assert isinstance(out, loop_mod.AgentLoopOutput)
-    assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs)
-    assert set(out.response_mask) == {0, 1} and out.num_turns >= 3
-    assert out.reward_score == pytest.approx(sum(out.extra_fields["turn_scores"]))
-    assert isinstance(out.extra_fields["state_key"], str)
+def _trainer_config(model_path: str, train_file: str):
+    import verl
+    from hydra import compose, initialize_config_dir
+
+    config_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
+    with initialize_config_dir(config_dir=config_dir, version_base=None):
+        return compose(
+            "ppo_trainer",
+            overrides=[
+                f"actor_rollout_ref.model.path={model_path}",
+                "actor_rollout_ref.rollout.name=vllm",
+                f"data.train_files={train_file}",
+                "data.max_prompt_length=2048",
+                "data.max_response_length=1024",
+                "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+            ],
+        )
+
+
+class StubServer:
+    """verl's LLMServerClient surface, answered from a script chosen per request."""
+
+    def __init__(self, tokenizer, scripts):
+        self.tokenizer = tokenizer
+        self.scripts = list(scripts)
+        self.by_request: dict[str, list[str]] = {}
+        self.turn: dict[str, int] = {}
+        self.texts: list[str] = []
+
+    async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
+        from verl.workers.rollout.replica import TokenOutput
+
+        if request_id not in self.by_request:  # first turn of an episode: next script
+            self.by_request[request_id] = self.scripts[len(self.by_request)]
+        script = self.by_request[request_id]
+        i = self.turn.get(request_id, 0)
+        self.turn[request_id] = i + 1
+        text = script[min(i, len(script) - 1)]
+        self.texts.append(text)
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        ids.append(self.tokenizer.eos_token_id)  # engines return the sampled EOS
+        return TokenOutput(token_ids=ids, log_probs=[-0.7] * len(ids), stop_reason="completed")
+
+
+def test_agent_loop_worker_dataset_and_loss_with_special_tool_tokens(tmp_path):
+    import pandas as pd
+    import torch
+    from torch.utils.data import DataLoader
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+    from verl.protocol import DataProto
+    from verl.trainer.ppo import core_algos
+    from verl.utils.config import omega_conf_to_dataclass
+    from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
+    from verl.utils.torch_functional import logprobs_from_logits
+
+    agverl.AgentGymAgentLoop  # noqa: B018  (registers "agentgym_agent" with verl)
+    model_path = _model_dir(tmp_path)
+    rows = agverl.agent_loop_rows(ENV_ID, [SEED, SEED], max_turns=3)
+    train_file = str(tmp_path / "train.parquet")
+    pd.DataFrame(rows).to_parquet(train_file)
+    config = _trainer_config(model_path, train_file)
+
+    server = StubServer(None, [SOLVE, STALL])
+    worker = AgentLoopWorker(config, llm_client=server)
+    server.tokenizer = worker.tokenizer
+    assert worker.tokenizer.convert_tokens_to_ids("<tool_call>") in worker.tokenizer.all_special_ids
+
+    dataset = RLHFDataset(train_file, worker.tokenizer, config.data)
+    batch = DataProto.from_single_dict(next(iter(DataLoader(dataset, 2, collate_fn=collate_fn))))
+    out = asyncio.run(worker.generate_sequences(batch))
+
+    # every scripted turn reached the env as a valid call, with its real rewards
+    scores = out.batch["rm_scores"].sum(-1)
+    turn_scores = out.non_tensor_batch["turn_scores"]
+    assert [len(t) for t in turn_scores] == [2, 3]
+    assert scores[0].item() == pytest.approx(sum(turn_scores[0])) and scores[0] > 1.0
+    assert scores[1].item() == pytest.approx(sum(turn_scores[1])) and scores[1] < 0
+    assert list(out.non_tensor_batch["success"]) == [True, False]
+
+    # verl's GRPO advantage and PPO loss on a tiny random model: a nonzero gradient
+    mask = out.batch["response_mask"]
+    adv, _ = core_algos.compute_grpo_outcome_advantage(
+        out.batch["rm_scores"], mask, index=np.array(["task", "task"], dtype=object)
+    )
+    assert adv.abs().sum() > 0
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model_path))
+    input_ids = out.batch["input_ids"]
+    logits = model(
+        input_ids=input_ids,
+        attention_mask=out.batch["attention_mask"],
+        position_ids=out.batch["position_ids"],
+    ).logits
+    width = out.batch["responses"].shape[1]
+    logits = logits[:, -width - 1 : -1]
+    log_prob = logprobs_from_logits(logits, out.batch["responses"])
+    actor_cfg = omega_conf_to_dataclass(config.actor_rollout_ref.actor)
+    loss, _ = core_algos.compute_policy_loss_vanilla(
+        old_log_prob=out.batch["rollout_log_probs"],
+        log_prob=log_prob,
+        advantages=adv,
+        response_mask=mask,
+        config=actor_cfg,
+    )
+    loss.backward()
+    grad = sum(p.grad.abs().sum() for p in model.parameters() if p.grad is not None)
+    assert torch.isfinite(loss) and grad > 0
 
 
 def test_rows_without_env_id_are_a_typed_error():
@@ -52,41 +171,3 @@ def test_rows_without_env_id_are_a_typed_error():
     with pytest.raises(InvalidConfigError):
         agverl.episode_spec({"extra_info": {"seed": 1}})
     assert agverl.episode_spec({"extra_info": {"env_id": ENV_ID, "seed": "4"}})["seed"] == 4
-
-
-# verl's published BaseInteraction (verl/interactions/base.py, verl <= 0.5; gone from 0.9)
-PUBLISHED_INTERACTION = {
-    "start_interaction": ["self", "instance_id", "kwargs"],
-    "generate_response": ["self", "instance_id", "messages", "kwargs"],
-    "calculate_score": ["self", "instance_id", "kwargs"],
-    "finalize_interaction": ["self", "instance_id", "kwargs"],
-}
-
-
-def test_interaction_matches_the_published_signature_and_plays():
-    for name, params in PUBLISHED_INTERACTION.items():
-        method = getattr(agverl.AgentGymInteraction, name)
-        assert inspect.iscoroutinefunction(method)
-        got = list(inspect.signature(method).parameters)
-        assert [p for p in got if p in params] == params, (name, got)
-
-    async def main():
-        inter = agverl.AgentGymInteraction({"env_id": ENV_ID})
-        row = agverl.interaction_rows(ENV_ID, [2])[0]
-        kwargs = row["extra_info"]["interaction_kwargs"]
-        iid = await inter.start_interaction(None, seed=kwargs["seed"], task_id=kwargs["task_id"])
-        messages = list(row["prompt"])
-        results = []
-        for move in MOVES * 3:
-            messages.append({"role": "assistant", "content": move})
-            done, reply, reward, _info = await inter.generate_response(iid, messages)
-            messages.append({"role": "user", "content": reply})
-            results.append(reward)
-            if done:
-                break
-        score = await inter.calculate_score(iid)
-        await inter.finalize_interaction(iid)
-        return results, score
-
-    rewards, score = asyncio.run(main())
-    assert score == pytest.approx(sum(rewards)) and len(rewards) >= 1
