@@ -234,10 +234,11 @@ def create_app(
         session, shared = _http_session(request.query_params.get("episode_id"))
         return state_payload(session, env_id), _session_headers(session, shared)
 
-    async def _ws_reply(
-        raw: str | bytes, session: Session | None
-    ) -> tuple[Payload | None, Session | None]:
-        """The answer to one WebSocket message (None: the client asked to close)."""
+    async def _ws_reply(raw: str | bytes, conn: dict[str, Session]) -> Payload | None:
+        """The answer to one WebSocket message (None: the client asked to close).
+
+        ``conn["session"]`` is the connection's session, created by its first message.
+        """
         if len(raw) > limits.max_body_bytes:
             raise SessionError(
                 f"message of {len(raw)} bytes exceeds {limits.max_body_bytes}",
@@ -255,7 +256,7 @@ def create_app(
             )
         kind, data = msg.get("type", ""), msg.get("data")
         if kind == "close":
-            return None, session
+            return None
         # check the message fully before any session is built or touched
         if kind == "reset":
             seed, options = checks.reset_args(data, "data.")
@@ -268,22 +269,23 @@ def create_app(
                 400,
                 "type",
             )
+        session = conn.get("session")
         if session is None or session.closed:
-            session = await manager.get_or_create()
+            session = conn["session"] = await manager.get_or_create()
         if kind == "reset":
             timed = await manager.reset(session, seed, options)
-            return {"type": "observation", "data": reset_payload(session, timed)}, session
+            return {"type": "observation", "data": reset_payload(session, timed)}
         if kind == "step":
             turn = await manager.step(session, action)
-            return {"type": "observation", "data": step_payload(session, turn)}, session
-        return {"type": "state", "data": state_payload(session, env_id)}, session
+            return {"type": "observation", "data": step_payload(session, turn)}
+        return {"type": "state", "data": state_payload(session, env_id)}
 
     async def ws(websocket: WebSocket) -> None:
         if not _authorised(websocket.headers, websocket.query_params):
             await websocket.close(code=1008)
             return
         await websocket.accept()
-        session: Session | None = None
+        conn: dict[str, Session] = {}
         try:
             while True:
                 message = await websocket.receive()
@@ -293,7 +295,7 @@ def create_app(
                 if raw is None:
                     raw = message.get("bytes") or b""
                 try:
-                    reply, session = await _ws_reply(raw, session)
+                    reply = await _ws_reply(raw, conn)
                 except SessionError as exc:
                     reply = {"type": "error", "data": _error_data(exc)}
                 except Exception as exc:  # a server bug: report it, keep the session
@@ -312,8 +314,8 @@ def create_app(
         except WebSocketDisconnect:
             pass
         finally:
-            if session is not None:
-                await manager.close(session.id)
+            if "session" in conn:
+                await manager.close(conn["session"].id)
             with suppress(Exception):  # the client may have closed first
                 await websocket.close()
 

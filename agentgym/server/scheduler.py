@@ -11,8 +11,9 @@ Rules:
 * At most ``workers`` calls run at once (by default one per allowed session, so a session
   always finds a free thread when it has one call in flight, which the server guarantees).
 * When more calls wait than threads are free, the next thread goes to the waiting call of
-  the session that has used the least thread time lately (start-time fair queueing), so
-  sessions with slow steps cannot push out sessions with quick ones.
+  the session that has used the least thread time lately (its run time, halving every
+  ``HALF_LIFE_S`` seconds, counting calls still running), so sessions with slow steps cannot
+  push out sessions with quick ones.
 * A call that runs past its deadline is *abandoned*: its thread cannot be interrupted, so
   it stops counting against ``workers`` (a spare thread takes over) and its ``on_abandon``
   callback runs on that thread when the call finally returns (the server closes the env
@@ -24,8 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
-import itertools
 import logging
 import threading
 import time
@@ -37,6 +36,9 @@ from typing import Any, Generic, TypeVar
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+HALF_LIFE_S = 10.0
+"""How fast a session's past thread time stops counting against it when threads are scarce."""
 
 
 class CallTimeout(Exception):
@@ -86,10 +88,9 @@ class FairScheduler:
         self._pool = ThreadPoolExecutor(
             max_workers=self.workers + max(0, int(spare)), thread_name_prefix="agentgym-env"
         )
-        self._waiting: list[tuple[float, int, _Call]] = []
-        self._seq = itertools.count()
-        self._finish_tag: dict[str, float] = {}
-        self._clock = 0.0
+        self._waiting: list[_Call] = []
+        self._usage: dict[str, tuple[float, float]] = {}  # key -> (thread seconds, as of)
+        self._running_calls: set[_Call] = set()
         self.running = 0
         self.abandoned = 0
         self.calls = 0
@@ -98,7 +99,7 @@ class FairScheduler:
 
     @property
     def waiting(self) -> int:
-        return sum(1 for *_, c in self._waiting if not c.cancelled)
+        return sum(1 for c in self._waiting if not c.cancelled)
 
     def stats(self) -> dict[str, int]:
         """Counts for ``/health``: threads allowed, calls running, waiting, abandoned."""
@@ -125,8 +126,7 @@ class FairScheduler:
         """
         loop = asyncio.get_running_loop()
         call = _Call(key, fn, args, on_abandon, loop.create_future(), asyncio.Event())
-        start_tag = max(self._clock, self._finish_tag.get(key, 0.0))
-        heapq.heappush(self._waiting, (start_tag, next(self._seq), call))
+        self._waiting.append(call)
         self._dispatch(loop)
         try:
             await call.started.wait()
@@ -169,23 +169,48 @@ class FairScheduler:
         self._dispatch(asyncio.get_running_loop())
         return True
 
+    def _used(self, key: str, now: float) -> float:
+        """Thread seconds ``key`` used lately (halving every ``HALF_LIFE_S``), running included."""
+        spent, as_of = self._usage.get(key, (0.0, now))
+        used = spent * 0.5 ** ((now - as_of) / HALF_LIFE_S)
+        return used + sum(now - c.started_at for c in self._running_calls if c.key == key)
+
+    def _charge(self, key: str, seconds: float, now: float) -> None:
+        spent, as_of = self._usage.get(key, (0.0, now))
+        self._usage[key] = (spent * 0.5 ** ((now - as_of) / HALF_LIFE_S) + seconds, now)
+        if len(self._usage) > 4 * self.workers + 64:  # forget sessions whose usage decayed
+            self._usage = {
+                k: (v, t)
+                for k, (v, t) in self._usage.items()
+                if v * 0.5 ** ((now - t) / HALF_LIFE_S) > 1e-3
+            }
+
+    def _next(self) -> _Call:
+        """The waiting call whose session used the least thread time lately (FIFO on ties)."""
+        now = time.monotonic()
+        best = min(
+            range(len(self._waiting)), key=lambda i: (self._used(self._waiting[i].key, now), i)
+        )
+        return self._waiting.pop(best)
+
     def _dispatch(self, loop: asyncio.AbstractEventLoop) -> None:
         while self.running < self.workers and self._waiting:
-            start_tag, _, call = heapq.heappop(self._waiting)
+            call = self._next()
             if call.cancelled:
                 continue
-            self._clock = max(self._clock, start_tag)
+            self._running_calls.add(call)
             self.running += 1
             self.calls += 1
             call.started_at = time.monotonic()
             call.started.set()
             try:
-                self._pool.submit(self._work, loop, call, start_tag)
+                self._pool.submit(self._work, loop, call)
             except RuntimeError as exc:  # the pool was shut down
+                self._running_calls.discard(call)
                 self.running -= 1
                 call.future.set_exception(exc)
 
-    def _work(self, loop: asyncio.AbstractEventLoop, call: _Call, start_tag: float) -> None:
+    def _work(self, loop: asyncio.AbstractEventLoop, call: _Call) -> None:
         value: Any = None
         error: BaseException | None = None
         try:
@@ -202,13 +227,12 @@ class FairScheduler:
             except Exception:
                 logger.exception("agentgym serve: cleanup after an abandoned call failed")
         with contextlib.suppress(RuntimeError):  # the loop is gone: the server stopped
-            loop.call_soon_threadsafe(self._finish, loop, call, start_tag, value, error, abandoned)
+            loop.call_soon_threadsafe(self._finish, loop, call, value, error, abandoned)
 
     def _finish(
         self,
         loop: asyncio.AbstractEventLoop,
         call: _Call,
-        start_tag: float,
         value: Any,
         error: BaseException | None,
         abandoned: bool,
@@ -217,10 +241,8 @@ class FairScheduler:
             self.abandoned -= 1
         else:
             self.running -= 1
-        self._finish_tag[call.key] = start_tag + (call.ended_at - call.started_at)
-        if len(self._finish_tag) > 4 * self.workers + 64:  # forget sessions long gone
-            floor = self._clock
-            self._finish_tag = {k: v for k, v in self._finish_tag.items() if v > floor}
+        self._running_calls.discard(call)
+        self._charge(call.key, call.ended_at - call.started_at, call.ended_at)
         if not abandoned and not call.future.done():  # nobody awaits an abandoned call
             if error is not None:
                 call.future.set_exception(error)
