@@ -3,12 +3,17 @@
 HTTP ``/reset /step /state /schema /health /metadata`` and WebSocket sessions on ``/ws``
 (one env per connection, many connections per process). Binds to 127.0.0.1 unless told
 otherwise; give ``--token`` (or set AGENTGYM_SERVE_TOKEN) before binding anywhere else.
+
+HTTP requests without ``episode_id`` share one default session (they are told so by the
+``X-Agentgym-Shared-Session`` and ``Warning`` headers, and the server logs it); WebSocket
+clients always get their own.
 """
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
+import logging
 import os
 import sys
 
@@ -35,6 +40,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--step-timeout", type=float, default=60.0, help="seconds per reset/step")
     p.add_argument("--max-body-bytes", type=int, default=1 << 20, help="largest request/message")
     p.add_argument("--max-action-chars", type=int, default=256 * 1024, help="largest action")
+    p.add_argument(
+        "--max-json-depth", type=int, default=64, help="deepest nesting of objects/arrays"
+    )
+    p.add_argument(
+        "--step-workers",
+        type=int,
+        default=None,
+        help="env calls run at once (default: one per session, so slow sessions never "
+        "hold up others; set lower to bound threads, then the least-served session goes first)",
+    )
     p.add_argument("--env-kwargs", default="{}", help="JSON keyword arguments for gym.make")
     p.set_defaults(func=run)
 
@@ -66,6 +81,11 @@ def run(args: argparse.Namespace) -> int:
         max_action_chars=args.max_action_chars,
         session_timeout_s=args.session_timeout,
         step_timeout_s=args.step_timeout,
+        max_json_depth=args.max_json_depth,
+        step_workers=args.step_workers,
+    )
+    logging.basicConfig(  # the command line shows the server's warnings with a timestamp
+        level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s"
     )
     app = create_app(record.id, env_kwargs=env_kwargs, token=args.token, limits=limits)
     print(f"agentgym serve: {record.id} on http://{args.host}:{args.port} (WebSocket /ws)")

@@ -167,7 +167,7 @@ def create_app(
                 shared_log["last"] = now
                 logger.warning(
                     "agentgym serve: HTTP requests without episode_id share the default "
-                    "session (%d such requests so far); concurrent clients that omit it step "
+                    "session (%d requests so far); concurrent clients that omit it step "
                     "one episode together. Send episode_id for a private session.",
                     shared_log["uses"],
                 )
