@@ -22,12 +22,13 @@ See docs/integrations.md for the verl config that selects the loop.
 from __future__ import annotations
 
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentgym.error import DependencyMissingError, InvalidConfigError
 from agentgym.integrations.session import TextSession
-from agentgym.integrations.tokens import TokenEpisode, run_token_episode
+from agentgym.integrations.tokens import TokenEpisode, run_token_episode, text_only_messages
 
 AGENT_NAME = "agentgym_agent"
 
@@ -188,7 +189,15 @@ class AgentGymInteraction(_interaction_base()):  # type: ignore[misc]
 
     ``config`` holds ``env_id`` (required), optional ``env_kwargs`` and ``name``.
     ``start_interaction(instance_id, seed=..., task_id=...)`` resets; each
-    ``generate_response`` steps with the latest assistant message.
+    ``generate_response`` steps with the latest assistant message and returns the env's
+    reply as text (images replaced by a note: this path is text-only).
+
+    verl's SGLang rollout (up to 0.5) never calls ``finalize_interaction``, so the env is
+    closed as soon as its episode ends (``done``), and a ``start_interaction`` that reuses
+    a live id closes the old env first; the episode's score stays readable through
+    :meth:`calculate_score` until ``finalize_interaction`` (or until
+    ``max_finished_scores`` later episodes have ended). :meth:`close` closes every env
+    still open (episodes cut short by a turn or length limit never reach ``done``).
     """
 
     def __init__(self, config: Mapping[str, Any]):
@@ -196,7 +205,14 @@ class AgentGymInteraction(_interaction_base()):  # type: ignore[misc]
         self.name: str = self.config.get("name", "agentgym")
         if not self.config.get("env_id"):
             raise InvalidConfigError("AgentGymInteraction config needs 'env_id'.")
+        self.max_finished_scores = int(self.config.get("max_finished_scores", 65536))
         self._sessions: dict[str, TextSession] = {}
+        self._finished: OrderedDict[str, float] = OrderedDict()
+
+    @property
+    def live_sessions(self) -> int:
+        """Envs currently open (episodes started and not yet ended)."""
+        return len(self._sessions)
 
     async def start_interaction(
         self,
@@ -206,50 +222,79 @@ class AgentGymInteraction(_interaction_base()):  # type: ignore[misc]
         **kwargs: Any,
     ) -> str:
         instance_id = instance_id or uuid.uuid4().hex
+        old = self._sessions.pop(instance_id, None)
+        if old is not None:
+            await old.aclose()
+        self._finished.pop(instance_id, None)
         session = TextSession(self.config["env_id"], env_kwargs=self.config.get("env_kwargs"))
-        await session.areset(seed, {"task_id": task_id} if task_id else None)
+        try:
+            await session.areset(
+                None if seed is None else int(seed), {"task_id": task_id} if task_id else None
+            )
+        except BaseException:
+            await session.aclose()
+            raise
         self._sessions[instance_id] = session
         return instance_id
-
-    def _session(self, instance_id: str) -> TextSession:
-        try:
-            return self._sessions[instance_id]
-        except KeyError:
-            raise InvalidConfigError(
-                f"no interaction {instance_id!r}: call start_interaction first"
-            ) from None
 
     async def generate_response(
         self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
     ) -> tuple[bool, str, float, dict[str, Any]]:
-        session = self._session(instance_id)
+        session = self._sessions.get(instance_id)
+        if session is None:
+            if instance_id in self._finished:
+                return True, "The episode has already ended.", 0.0, {"already_done": True}
+            raise InvalidConfigError(
+                f"no interaction {instance_id!r}: call start_interaction first"
+            )
         last = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
         turn = await session.astep(last if last is not None else "")
-        reply = "\n".join(
-            m["content"] if isinstance(m["content"], str) else str(m["content"])
-            for m in turn.messages
-        )
+        reply = "\n".join(str(m["content"]) for m in text_only_messages(turn.messages))
+        if turn.done:  # the rollout may never finalize: free the env now
+            self._sessions.pop(instance_id, None)
+            self._remember(instance_id, session.total_reward)
+            await session.aclose()
         return turn.done, reply, turn.reward, turn.info
 
     async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
-        return self._session(instance_id).total_reward
+        session = self._sessions.get(instance_id)
+        if session is not None:
+            return session.total_reward
+        if instance_id in self._finished:
+            return self._finished[instance_id]
+        raise InvalidConfigError(f"no interaction {instance_id!r}: call start_interaction first")
 
     async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
+        self._finished.pop(instance_id, None)
         session = self._sessions.pop(instance_id, None)
         if session is not None:
             await session.aclose()
 
+    def close(self) -> None:
+        """Close every env still open."""
+        while self._sessions:
+            _, session = self._sessions.popitem()
+            session.close()
+
+    def _remember(self, instance_id: str, score: float) -> None:
+        self._finished[instance_id] = score
+        while len(self._finished) > self.max_finished_scores:
+            self._finished.popitem(last=False)
+
 
 def interaction_rows(env_id: str, seeds: Sequence[int], name: str = "agentgym") -> list[dict]:
-    """Rows whose ``prompt`` is the env's opening chat, with the interaction kwargs to match."""
+    """Rows whose ``prompt`` is the env's opening chat (as text: images become a note), with
+    the interaction kwargs to match."""
     rows = []
     for s in seeds:
         session = TextSession(env_id)
-        start = session.reset(seed=int(s))
-        session.close()
+        try:
+            start = session.reset(seed=int(s))
+        finally:
+            session.close()
         rows.append(
             {
-                "prompt": start.messages,
+                "prompt": text_only_messages(start.messages),
                 "extra_info": {
                     "interaction_kwargs": {
                         "name": name,

@@ -14,14 +14,8 @@ import os
 import numpy as np
 import pytest
 
-from agentgym.parsing import render_tool_call
-
-pytest.importorskip("verl.experimental.agent_loop.agent_loop")
-pytest.importorskip("transformers")
-
 from agentgym.integrations import verl as agverl
-
-pytestmark = pytest.mark.slow
+from agentgym.parsing import render_tool_call
 
 ENV_ID = "agentgym/Sokoban-Tiny-v0"
 SEED = 0  # box one step right of the goal: "up" then "left" solves it
@@ -99,7 +93,10 @@ class StubServer:
         return TokenOutput(token_ids=ids, log_probs=[-0.7] * len(ids), stop_reason="completed")
 
 
+@pytest.mark.slow
 def test_agent_loop_worker_dataset_and_loss_with_special_tool_tokens(tmp_path):
+    pytest.importorskip("verl.experimental.agent_loop.agent_loop")
+    pytest.importorskip("transformers")
     import pandas as pd
     import torch
     from torch.utils.data import DataLoader
@@ -171,3 +168,70 @@ def test_rows_without_env_id_are_a_typed_error():
     with pytest.raises(InvalidConfigError):
         agverl.episode_spec({"extra_info": {"seed": 1}})
     assert agverl.episode_spec({"extra_info": {"env_id": ENV_ID, "seed": "4"}})["seed"] == 4
+
+
+# ---- the BaseInteraction form (verl <= 0.5) -------------------------------------------------
+
+
+async def _sglang_rollout_05(interaction, row, request_id, actions, max_assistant_turns):
+    """The interaction calls of verl 0.5's SGLang multi-turn rollout for one request: start,
+    then generate_response after every assistant turn until done or the turn limit; it
+    never calls calculate_score or finalize_interaction."""
+    kwargs = row["extra_info"]["interaction_kwargs"]
+    await interaction.start_interaction(request_id, **kwargs)
+    messages = list(row["prompt"])
+    rewards = []
+    for turn in range(max_assistant_turns):
+        messages.append({"role": "assistant", "content": actions[turn % len(actions)]})
+        done, reply, reward, _ = await interaction.generate_response(request_id, messages, **kwargs)
+        rewards.append(reward)
+        messages.append({"role": "user", "content": reply})
+        if done:
+            break
+    return rewards
+
+
+def test_interaction_closes_every_env_at_done_without_finalize(monkeypatch):
+    from agentgym.integrations import session as session_mod
+
+    built, closed = [], []
+    real_make = session_mod.make_env
+
+    def counting_make(env_id, **kwargs):
+        env = real_make(env_id, **kwargs)
+        built.append(env)
+        real_close = env.close
+
+        def close():
+            closed.append(env)
+            real_close()
+
+        env.close = close
+        return env
+
+    monkeypatch.setattr(session_mod, "make_env", counting_make)
+    inter = agverl.AgentGymInteraction({"env_id": ENV_ID})
+    row = agverl.interaction_rows(ENV_ID, [SEED])[0]
+    built.clear()
+    closed.clear()
+
+    async def main():
+        # 12 requests that solve the task, 4 cut short by the turn limit before done
+        solved = [
+            _sglang_rollout_05(inter, row, f"req{i}", SOLVE, max_assistant_turns=5)
+            for i in range(12)
+        ]
+        cut = [
+            _sglang_rollout_05(inter, row, f"cut{i}", STALL, max_assistant_turns=2)
+            for i in range(4)
+        ]
+        results = await asyncio.gather(*solved, *cut)
+        return results, await inter.calculate_score("req0")
+
+    results, score = asyncio.run(main())
+    assert all(len(r) == 2 for r in results[:12])  # each solved in two turns, then done
+    assert score == pytest.approx(sum(results[0]))  # the score outlives the env
+    assert len(built) == 16
+    assert len(closed) == 12 and inter.live_sessions == 4  # done episodes freed their env
+    inter.close()  # episodes cut short are freed by close()
+    assert len(closed) == len(built) == 16 and inter.live_sessions == 0
