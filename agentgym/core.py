@@ -249,6 +249,7 @@ class AgentEnv(gym.Env[Observation, str]):
             "system_prompt": out.system_prompt,
             "tools": [t.to_openai() for t in self.tools],
             "state_key": self.state_key(),
+            "reward_weights": dict(self.reward_weights),  # so recordings can show value x weight
         }
         admissible = self.admissible_actions()
         if admissible is not None:
@@ -276,6 +277,11 @@ class AgentEnv(gym.Env[Observation, str]):
 
         terminated, truncated = bool(out.terminated), bool(out.truncated)
         text = out.text
+        problems = parsed.error_text()
+        if problems and problems not in text:
+            # The parser's explanation reaches the model even when the env's text leaves it
+            # out (an env that acts on the valid calls of a turn and skips the rest, say).
+            text = f"{text}\nInvalid action: {problems}" if text else f"Invalid action: {problems}"
         out_of_turns = self.max_turns is not None and self._turn >= self.max_turns
         if not terminated and not truncated and out_of_turns:
             truncated = True

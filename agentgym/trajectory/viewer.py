@@ -3,9 +3,14 @@
 No network, no external scripts, fonts or images: styles and a few lines of script are
 inline, screenshots are the recorded PNG bytes as ``data:`` URLs, and the per-step reward
 chart is inline SVG. The page has an episode list (return, success, length, task) on the
-left and, for the chosen episode, its header, the reward chart, then every step: the model
-output, the parsed tool calls, the observation text and screenshots, reward components and
-errors.
+left, which can be filtered by text and outcome and sorted by return or length, and, for the
+chosen episode, its header, the reward chart, then every step: the model output, each tool
+call with its arguments as text (code stays readable), the observation text and screenshots,
+reward components with their weights, and errors.
+
+Screenshots are shown at their recorded resolution (one image pixel per screen pixel, never
+resampled, so page text stays legible) inside a scroll box of bounded height; a click
+switches one between that and fitting the column.
 """
 
 from __future__ import annotations
@@ -36,9 +41,20 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f9;border:1px sol
 padding:6px 8px;border-radius:4px;margin:4px 0;font:12.5px/1.35 ui-monospace,monospace}
 .assistant pre{background:#eef4ff}.tool pre{background:#fff6e5}.err{color:#b3261e}
 .label{font-size:11px;text-transform:uppercase;color:#667;letter-spacing:.04em}
-img.shot{max-width:100%;min-width:min(192px,100%);image-rendering:pixelated;
-border:1px solid #ccd;margin:4px 0;display:block}
+.shotbox{max-height:60vh;overflow:auto;border:1px solid #ccd;margin:4px 0;
+display:inline-block;max-width:100%;vertical-align:top}
+img.shot{display:block;max-width:none;cursor:zoom-out}
+.shotbox.fit{max-height:none}.shotbox.fit img.shot{max-width:100%;height:auto;cursor:zoom-in}
+.shotcap{font-size:11px;color:#667}
 table.kv td{padding:1px 10px 1px 0;font-size:12.5px}.problems{color:#b3261e}
+table.comp{border-collapse:collapse;font-size:12.5px;margin:4px 0}
+table.comp td,table.comp th{padding:1px 10px 1px 0;text-align:right}
+table.comp th{font-weight:500;color:#667;font-size:11px}table.comp td:first-child,
+table.comp th:first-child{text-align:left}
+.pending{color:#8a6d00;font-weight:600}
+nav .tools{padding:0 12px 8px;display:flex;flex-wrap:wrap;gap:4px}
+nav .tools input,nav .tools select{font:inherit;font-size:12px;padding:2px 4px}
+nav .tools input{flex:1 1 100%}.call{margin:4px 0}.argname{font-size:12px;color:#445}
 """
 
 _JS = """
@@ -47,42 +63,83 @@ e.id===id));document.querySelectorAll('nav a').forEach(a=>a.classList.toggle('se
 a.dataset.ep===id));}
 document.querySelectorAll('nav a').forEach(a=>a.addEventListener('click',ev=>{
 ev.preventDefault();show(a.dataset.ep);}));
+document.querySelectorAll('img.shot').forEach(im=>im.addEventListener('click',()=>{
+im.parentElement.classList.toggle('fit');}));
+var list=document.getElementById('eplist'),q=document.getElementById('q'),
+which=document.getElementById('which'),order=document.getElementById('order');
+function refresh(){var text=q.value.toLowerCase(),want=which.value,key=order.value;
+var items=Array.from(list.querySelectorAll('a'));
+items.sort((a,b)=>key==='file'?a.dataset.i-b.dataset.i:
+key==='return'?b.dataset.ret-a.dataset.ret:key==='-return'?a.dataset.ret-b.dataset.ret:
+b.dataset.len-a.dataset.len);
+items.forEach(a=>{list.appendChild(a);a.style.display=
+(a.dataset.text.indexOf(text)>=0&&(want==='all'||a.dataset.status===want))?'':'none';});}
+[q,which,order].forEach(el=>el.addEventListener('input',refresh));
 var first=document.querySelector('nav a');if(first){show(first.dataset.ep);}
 """
+
+
+_NAV_TOOLS = (
+    "<div class='tools'><input id='q' type='search' placeholder='filter: task, env, episode'>"
+    "<select id='which' aria-label='outcome'><option value='all'>all</option>"
+    "<option value='success'>successes</option><option value='failure'>failures</option>"
+    "<option value='unfinished'>unfinished</option></select>"
+    "<select id='order' aria-label='sort'><option value='file'>file order</option>"
+    "<option value='return'>return, high first</option>"
+    "<option value='-return'>return, low first</option>"
+    "<option value='length'>length, long first</option></select></div>"
+)
 
 
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _chart(rewards: list[float], width: int = 640, height: int = 120) -> str:
-    """An inline SVG bar chart of per-step rewards, zero line included."""
+def _chart(rewards: list[float], width: int = 640, height: int = 140) -> str:
+    """An inline SVG bar chart of per-step rewards with a step axis and a zero line.
+
+    Every nonzero reward gets a bar at least 2 px tall, so a small penalty beside a large
+    outcome reward stays visible; hovering a bar gives its exact value.
+    """
     if not rewards:
         return "<p class='label'>no steps</p>"
     lo, hi = min(0.0, *rewards), max(0.0, *rewards)
     span = (hi - lo) or 1.0
-    pad = 18
-    bar = min((width - 2 * pad) / len(rewards), 40.0)
-    zero = pad + (hi / span) * (height - 2 * pad)
+    left, right, top, bottom = 44, 8, 8, 22  # room for the value and step labels
+    plot_h = height - top - bottom
+    bar = min((width - left - right) / len(rewards), 40.0)
+    zero = top + (hi / span) * plot_h
     parts = [
         f"<svg class='chart' xmlns='http://www.w3.org/2000/svg' width='{width}' "
         f"height='{height}' viewBox='0 0 {width} {height}' role='img' "
         f"aria-label='reward per step'>",
         f"<rect width='{width}' height='{height}' fill='#fff'/>",
     ]
+    label_every = max(1, round(len(rewards) / 12))  # at most about a dozen step labels
     for i, r in enumerate(rewards):
-        y = pad + ((hi - max(r, 0.0)) / span) * (height - 2 * pad)
-        h = abs(r) / span * (height - 2 * pad)
+        h = abs(r) / span * plot_h
+        if r != 0:
+            h = max(h, 2.0)
+        y = zero - h if r >= 0 else zero
+        x = left + i * bar
         color = "#1a73e8" if r >= 0 else "#d93025"
         parts.append(
-            f"<rect x='{pad + i * bar + bar * 0.1:.1f}' y='{y:.1f}' width='{max(bar * 0.8, 1):.1f}'"
-            f" height='{max(h, 0.5):.1f}' fill='{color}'><title>step {i + 1}: {r:+.3f}</title>"
-            "</rect>"
+            f"<rect x='{x + bar * 0.1:.1f}' y='{y:.1f}' width='{max(bar * 0.8, 1):.1f}' "
+            f"height='{h:.1f}' fill='{color}'><title>step {i + 1}: {r:+.3f}</title></rect>"
         )
+        if i % label_every == 0 or i == len(rewards) - 1:
+            parts.append(
+                f"<text x='{x + bar / 2:.1f}' y='{height - 8}' font-size='10' fill='#555' "
+                f"text-anchor='middle'>{i + 1}</text>"
+            )
     parts.append(
-        f"<line x1='{pad}' x2='{width - pad}' y1='{zero:.1f}' y2='{zero:.1f}' stroke='#555'/>"
-        f"<text x='2' y='12' font-size='10' fill='#555'>{hi:+.2f}</text>"
-        f"<text x='2' y='{height - 3}' font-size='10' fill='#555'>{lo:+.2f}</text></svg>"
+        f"<line x1='{left}' x2='{width - right}' y1='{zero:.1f}' y2='{zero:.1f}' stroke='#555'/>"
+        f"<text x='{left - 4}' y='{top + 8}' font-size='10' fill='#555' "
+        f"text-anchor='end'>{hi:+.2f}</text>"
+        f"<text x='{left - 4}' y='{top + plot_h:.1f}' font-size='10' fill='#555' "
+        f"text-anchor='end'>{lo:+.2f}</text>"
+        f"<text x='{width - right}' y='{height - 8}' font-size='10' fill='#555' "
+        "text-anchor='end'>step</text></svg>"
     )
     return "".join(parts)
 
@@ -92,27 +149,97 @@ def _images(frame: dict[str, Any]) -> str:
     for im in (frame.get("observation") or {}).get("images", []) or []:
         if isinstance(im, StoredImage):
             data = base64.b64encode(im.png).decode("ascii")
+            size = ""
+            if len(im.shape) >= 2:
+                height, width = int(im.shape[0]), int(im.shape[1])
+                size = f" width='{width}' height='{height}'"  # 1:1 with the recorded pixels
             out.append(
-                f"<img class='shot' alt='screenshot {_e(im.sha256[:12])}' "
-                f"src='data:image/png;base64,{data}'>"
+                f"<div class='shotbox'><img class='shot'{size} "
+                f"alt='screenshot {_e(im.sha256[:12])}' title='click: fit / actual size' "
+                f"src='data:image/png;base64,{data}'></div>"
+                f"<div class='shotcap'>{_e('x'.join(map(str, im.shape[:2][::-1])))} px</div>"
             )
     return "".join(out)
+
+
+def _calls(calls: list[Any]) -> str:
+    """Each parsed call as its name and arguments; string arguments (code) shown as text."""
+    out = []
+    for call in calls:
+        if not isinstance(call, dict):
+            out.append(_pre(call))
+            continue
+        args = call.get("arguments")
+        parts = [f"<div class='call'><b>{_e(call.get('name', '?'))}</b>"]
+        if isinstance(args, dict):
+            for key, value in args.items():
+                shown = (
+                    value
+                    if isinstance(value, str)
+                    else json.dumps(value, ensure_ascii=False, default=str)
+                )
+                parts.append(f"<div class='argname'>{_e(key)}</div>{_pre(shown)}")
+        else:
+            parts.append(_pre(json.dumps(args, ensure_ascii=False, default=str)))
+        parts.append("</div>")
+        out.append("".join(parts))
+    return "".join(out)
+
+
+def _components(components: dict[str, Any], weights: dict[str, Any]) -> str:
+    """Reward components as value, weight and their product (the reward is their sum)."""
+    if not components:
+        return ""
+    rows = []
+    for name, value in components.items():
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            continue
+        w = weights.get(name)
+        if isinstance(w, int | float):
+            rows.append(
+                f"<tr><td>{_e(name)}</td><td>{v:+g}</td><td>{float(w):g}</td>"
+                f"<td>{v * float(w):+.3g}</td></tr>"
+            )
+        else:
+            rows.append(f"<tr><td>{_e(name)}</td><td>{v:+g}</td><td>?</td><td></td></tr>")
+    return (
+        "<table class='comp'><tr><th>component</th><th>value</th><th>weight</th>"
+        f"<th>weighted</th></tr>{''.join(rows)}</table>"
+    )
 
 
 def _pre(text: Any) -> str:
     return f"<pre>{_e(text)}</pre>"
 
 
+def _status(ep: Episode) -> str:
+    """``success``, ``failure`` (terminated or truncated), else ``unfinished``.
+
+    Unfinished: the file holds no end for the episode, or it ended without terminating or
+    being truncated (the recorder closed mid-episode: ``termination="aborted"``).
+    """
+    if ep.success:
+        return "success"
+    end = ep.end or {}
+    ended = end.get("termination") in ("terminated", "truncated") or bool(
+        end.get("terminated") or end.get("truncated")
+    )
+    return "failure" if ep.complete and ended else "unfinished"
+
+
 def _episode_html(ep: Episode, dom_id: str) -> str:
     start = ep.start or {}
     end = ep.end or {}
-    status = (
-        "<span class='ok'>success</span>"
-        if ep.success
-        else "<span class='fail'>failure</span>"
-        if ep.complete
-        else "<span class='fail'>incomplete</span>"
-    )
+    status = {
+        "success": "<span class='ok'>success</span>",
+        "failure": "<span class='fail'>failure</span>",
+        "unfinished": "<span class='pending'>unfinished (neither terminated nor truncated)</span>",
+    }[_status(ep)]
+    weights = (start.get("info") or {}).get("reward_weights") or {}
+    if not isinstance(weights, dict):
+        weights = {}
     rows = [
         ("episode", ep.episode_id),
         ("env", ep.env_id),
@@ -148,7 +275,6 @@ def _episode_html(ep: Episode, dom_id: str) -> str:
         parts.append("</div>")
     for step in ep.steps:
         components = step.get("reward_components") or {}
-        comp = ", ".join(f"{k} {float(v):+g}" for k, v in components.items())
         flags = [f for f in ("terminated", "truncated") if step.get(f)]
         parts.append(
             f"<div class='card step'><h3>step {_e(step.get('step'))} &middot; reward "
@@ -160,7 +286,7 @@ def _episode_html(ep: Episode, dom_id: str) -> str:
         calls = step.get("tool_calls") or []
         if calls:
             parts.append("<div class='tool'><div class='label'>tool calls</div>")
-            parts.append(_pre(json.dumps(calls, ensure_ascii=False, default=str)) + "</div>")
+            parts.append(_calls(calls if isinstance(calls, list) else [calls]) + "</div>")
         if step.get("action_valid") is False:
             parts.append("<div class='err'>invalid action</div>")
         if step.get("error"):
@@ -169,8 +295,11 @@ def _episode_html(ep: Episode, dom_id: str) -> str:
         parts.append(_pre((step.get("observation") or {}).get("text", "")))
         timings = step.get("timings") or {}
         tm = " ".join(f"{k} {v:.1f}" for k, v in timings.items() if isinstance(v, int | float))
-        parts.append(f"<div class='label'>components: {_e(comp)} {('| ' + _e(tm)) if tm else ''}")
-        parts.append("</div></div>")
+        parts.append("<div class='label'>reward components</div>")
+        parts.append(_components(components if isinstance(components, dict) else {}, weights))
+        if tm:
+            parts.append(f"<div class='label'>timings (ms): {_e(tm)}</div>")
+        parts.append("</div>")
     parts.append("</section>")
     return "".join(parts)
 
@@ -193,13 +322,17 @@ def iter_html(path: str | os.PathLike[str], *, max_episodes: int | None = None) 
                 break
             dom_id = f"ep{count}"
             count += 1
-            mark = (
-                "<span class='ok'>&#10003;</span>"
-                if ep.success
-                else "<span class='fail'>&#10007;</span>"
-            )
+            status = _status(ep)
+            mark = {
+                "success": "<span class='ok' title='success'>&#10003;</span>",
+                "failure": "<span class='fail' title='failure'>&#10007;</span>",
+                "unfinished": "<span class='pending' title='unfinished'>&#8230;</span>",
+            }[status]
+            search = f"{ep.task_id} {ep.env_id} {ep.episode_id}".lower()
             nav.append(
-                f"<a href='#{dom_id}' data-ep='{dom_id}'>{mark} {_e(ep.task_id)}<br>"
+                f"<a href='#{dom_id}' data-ep='{dom_id}' data-i='{count}' "
+                f"data-ret='{ep.return_:.6g}' data-len='{ep.length}' data-status='{status}' "
+                f"data-text='{_e(search)}'>{mark} {_e(ep.task_id)}<br>"
                 f"<small>return {ep.return_:+.2f} &middot; {ep.length} steps &middot; "
                 f"{_e(ep.env_id)}</small></a>"
             )
@@ -212,7 +345,8 @@ def iter_html(path: str | os.PathLike[str], *, max_episodes: int | None = None) 
         )
         yield (
             f"</main><nav><h1>{_e(Path(path).name)}</h1><div class='meta'>{meta}</div>"
-            f"{problems}{''.join(nav)}</nav><script>{_JS}</script></body></html>"
+            f"{problems}{_NAV_TOOLS}<div id='eplist'>{''.join(nav)}</div></nav>"
+            f"<script>{_JS}</script></body></html>"
         )
 
 
