@@ -39,7 +39,7 @@ ENVS = (
     "agentgym/UserTwentyQuestions-v0",
 )
 CLIENTS = 64
-SLOW_S = 0.2
+SLOW_S = 0.5
 ROOT = Path(__file__).resolve().parent.parent
 SERVER_FILES = ("__init__.py", "app.py", "runner.py", "sessions.py")
 

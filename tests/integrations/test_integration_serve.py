@@ -193,6 +193,24 @@ def test_openenv_generic_client_works_unchanged(server):
         assert env.state()["step_count"] == 1
 
 
+@needs_ws
+@pytest.mark.slow  # importing OpenEnv's client pulls in gradio (~15 s)
+def test_openenv_client_gets_an_error_naming_the_field_and_its_episode_goes_on(server):
+    generic = pytest.importorskip("openenv.core.generic_client")
+    with generic.GenericEnvClient(base_url=server.url).sync() as env:
+        env.reset(seed=6)
+        env.step({"text": UP})
+        with pytest.raises(RuntimeError, match="tool_calls") as refused:
+            env.step({"content": "", "tool_calls": 5})
+        assert "VALIDATION_ERROR" in str(refused.value)
+        with pytest.raises(RuntimeError, match="options"):
+            env.reset(options=7)
+        assert env.state()["step_count"] == 1  # the same connection, the same episode
+        step = env.step({"text": UP})
+        assert step.observation["info"]["action_valid"] is True
+        assert env.state()["step_count"] == 2
+
+
 def test_cli_serve_parser_defaults_to_loopback():
     from agentgym.cli import build_parser
 
