@@ -23,6 +23,7 @@ that images were left out, so a text model still reads the task and never base64
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -42,6 +43,7 @@ __all__ = [
     "env_reply_ids",
     "run_token_episode",
     "text_only_messages",
+    "with_tools_in_system",
 ]
 
 # tokens that close an assistant turn in the common chat formats (ChatML/Qwen, Llama 3,
@@ -113,6 +115,33 @@ def text_only_messages(messages: Sequence[Message]) -> list[Message]:
         if images:
             texts.append(IMAGES_LEFT_OUT.format(n=images))
         out.append({**m, "content": "\n".join(t for t in texts if t)})
+    return out
+
+
+def with_tools_in_system(
+    messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]
+) -> list[Message]:
+    """Messages whose system prompt lists the tools' JSON schemas, for trainers whose
+    generator applies the chat template WITHOUT ``tools=`` (SkyRL's does), so the model
+    still reads every tool's name, description and parameters.
+
+    The block goes at the end of the first system message (one is added if there is none),
+    one schema per line between ``<tools>`` tags, as Hermes/Qwen templates write it.
+    """
+    if not tools:
+        return list(messages)
+    block = (
+        "You may call the following tools; their JSON schemas:\n<tools>\n"
+        + "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
+        + "\n</tools>\n"
+        + 'Call one by writing <tool_call>{"name": ..., "arguments": {...}}</tool_call>.'
+    )
+    out = [dict(m) for m in messages]
+    if out and out[0].get("role") == "system":
+        first = text_only_messages(out[:1])[0]
+        out[0] = {**first, "content": f"{first.get('content') or ''}\n\n{block}".lstrip()}
+    else:
+        out.insert(0, {"role": "system", "content": block})
     return out
 
 

@@ -1,4 +1,13 @@
-"""SkyRL-gym: AgentGymTextEnv through skyrl_gym.make, init/step outputs in SkyRL's shape."""
+"""SkyRL-gym 0.4: AgentGymTextEnv through ``skyrl_gym.make``, and the prompt SkyRL builds.
+
+SkyRL's trainer (skyrl-train) needs Python >= 3.12 and vLLM, so its generator cannot run
+here. Its agent loop does exactly this with an env (skyrl_gym_generator.py):
+``env = skyrl_gym.make(env_class, env_config=..., extras=env_extras)``, then
+``chat, _ = env.init(prompt)`` (the metadata is dropped) and
+``tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=True)``; each
+``step`` output's ``observations`` are tokenised the same way. :func:`generator_prompt`
+repeats those calls.
+"""
 
 from __future__ import annotations
 
@@ -10,22 +19,64 @@ from agentgym.parsing import render_tool_call
 ENV_ID = "agentgym/Sokoban-Tiny-v0"
 UP = render_tool_call("move", {"direction": "up"})
 
+skyrl_gym = pytest.importorskip("skyrl_gym")
+pytest.importorskip("transformers")
 
-def test_through_real_skyrl_gym_registry():
-    skyrl_gym = pytest.importorskip("skyrl_gym")
-    from skyrl_gym.envs.base_text_env import BaseTextEnv
 
+@pytest.fixture(scope="module")
+def tok():
+    from agentgym.integrations.offline import char_tokenizer
+
+    return char_tokenizer()
+
+
+def generator_prompt(tok, env_id, extras):
+    """What SkyRL's agent loop does before the first generation: make, init, template."""
     from agentgym.integrations.skyrl import register
 
     register()
-    env = skyrl_gym.make("agentgym", env_config={}, extras={"env_id": ENV_ID, "seed": 3})
-    assert isinstance(env, BaseTextEnv)
-    chat, meta = env.init([{"role": "user", "content": "replaced"}])
-    assert chat[-1]["role"] == "user" and meta["tools"][0]["function"]["name"] == "move"
-    out = env.step(UP)
-    assert set(out) >= {"observations", "reward", "done", "metadata"}
-    assert out["observations"][0]["role"] == "user" and out["metadata"]["action_valid"]
-    env.close()
+    env = skyrl_gym.make("agentgym", env_config={}, extras={"env_id": env_id, **extras})
+    chat, _metadata_dropped_by_skyrl = env.init([{"role": "user", "content": "replaced"}])
+    ids = tok.apply_chat_template(chat, add_generation_prompt=True, tokenize=True)
+    if isinstance(ids, dict) or hasattr(ids, "keys"):
+        ids = ids["input_ids"]
+    return env, chat, tok.decode(ids)
+
+
+def test_tool_schemas_reach_the_prompt_skyrl_builds(tok):
+    from skyrl_gym.envs.base_text_env import BaseTextEnv
+
+    env, _chat, prompt = generator_prompt(tok, ENV_ID, {"seed": 3, "max_turns": 5})
+    try:
+        assert isinstance(env, BaseTextEnv)
+        tools = env.session.tools
+        assert tools
+        for tool in tools:  # name, description and every parameter are in the prompt
+            fn = tool["function"]
+            assert f'"name": "{fn["name"]}"' in prompt
+            assert fn["description"] in prompt
+            for param in fn["parameters"]["properties"]:
+                assert f'"{param}"' in prompt
+        out = env.step(UP)
+        assert out["metadata"]["action_valid"] and out["observations"][0]["role"] == "user"
+    finally:
+        env.close()
+
+
+def test_visual_ids_give_the_question_and_an_images_left_out_note(tok):
+    env, chat, prompt = generator_prompt(tok, "agentgym/VisualChart-v0", {"seed": 0})
+    try:
+        question = env.session.messages[-1]["content"][-1]["text"]  # the env's own message
+        assert all(isinstance(m["content"], str) for m in chat)  # what a text template needs
+        assert question in prompt
+        assert "image(s) left out" in prompt
+        assert "base64" not in prompt and "data:image" not in prompt
+        zoom = render_tool_call("zoom", {"box": [0, 0, 100, 100]})
+        obs = env.step(zoom)["observations"]
+        assert obs and all(isinstance(m["content"], str) for m in obs)
+        assert "image(s) left out" in obs[0]["content"] and "base64" not in obs[0]["content"]
+    finally:
+        env.close()
 
 
 def test_max_turns_and_missing_env_id():
@@ -37,5 +88,7 @@ def test_max_turns_and_missing_env_id():
     last = env.step(UP)
     assert last["done"] and last["observations"] == []
     assert env.get_metrics()["turns"] == 2
+    env.close()
+    env.close()  # idempotent
     with pytest.raises(InvalidConfigError):
         AgentGymTextEnv({}, {})
