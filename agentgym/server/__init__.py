@@ -3,7 +3,7 @@
 OpenEnv clients (``EnvClient`` over WebSocket, or plain HTTP) and the trainers built on
 them talk to an agentgym env unchanged. :func:`create_app` builds the Starlette app;
 :class:`ServerThread` runs it in a background thread (tests, notebooks, examples);
-``agentgym serve ID`` runs it from the command line. See docs/integrations.md.
+``agentgym serve ID`` runs it from the command line. See docs/integrations/openenv.md.
 """
 
 from agentgym.server.app import create_app
