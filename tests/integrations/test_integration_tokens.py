@@ -50,3 +50,26 @@ def test_prompt_carries_the_tools(tok):
     llm = ScriptedLLM(tok, MOVES)
     ep = asyncio.run(run_token_episode(TextSession(ENV_ID), llm, tok, seed=3, max_turns=1))
     assert '"name": "move"' in tok.decode(ep.prompt_ids)
+
+
+def test_special_tool_tokens_survive_decoding():
+    from agentgym.integrations.tokens import decode_turn
+
+    tok = char_tokenizer()
+    tok.add_special_tokens(
+        {"additional_special_tokens": ["<|im_start|>", "<tool_call>", "</tool_call>"]}
+    )
+    ids = [*tok.encode(MOVES[0], add_special_tokens=False), tok.eos_token_id]
+    assert decode_turn(tok, ids) == MOVES[0]  # tags kept, the closing EOS dropped
+    llm = ScriptedLLM(tok, MOVES)
+    ep = asyncio.run(run_token_episode(TextSession(ENV_ID), llm, tok, seed=5, max_turns=2))
+    assert ep.info["action_valid"] and ep.turn_rewards[0] > -0.5
+
+
+def test_visual_prompt_is_text_with_an_images_left_out_note(tok):
+    llm = ScriptedLLM(tok, ["<answer>1</answer>"])
+    session = TextSession("agentgym/VisualChart-v0")
+    ep = asyncio.run(run_token_episode(session, llm, tok, seed=0, max_turns=1))
+    prompt = tok.decode(ep.prompt_ids)
+    question = session.messages[1]["content"][-1]["text"]  # the env's own task text
+    assert question in prompt and "image(s) left out" in prompt and "base64" not in prompt
