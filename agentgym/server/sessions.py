@@ -102,6 +102,7 @@ class SessionManager:
         self._count_lock = threading.Lock()
         self._building: dict[str, asyncio.Future[Session]] = {}
         self._reaper: asyncio.Task | None = None
+        self._stopping = False
 
     # ---- life cycle -------------------------------------------------------------------------
 
@@ -110,6 +111,7 @@ class SessionManager:
             self._reaper = asyncio.get_running_loop().create_task(self._reap())
 
     async def stop(self) -> None:
+        self._stopping = True
         if self._reaper is not None:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -192,6 +194,13 @@ class SessionManager:
             if pending.done() and pending.exception() is not None:
                 pending.exception()  # retrieved: waiters got it, nobody else needs a warning
         session = Session(sid, timed.value)
+        if self._stopping:  # built while the server shut down: nobody else would close it
+            session.closed = True
+            await asyncio.to_thread(self._close_text, session.text)
+            error = SessionError("the server is shutting down", "SESSION_ERROR", 503)
+            pending.set_exception(error)
+            pending.exception()
+            raise error
         self.sessions[sid] = session
         pending.set_result(session)
         return session
