@@ -51,7 +51,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from agentgym.integrations.session import TextSession
-from agentgym.server import requests as checks
+from agentgym.server import checks
 from agentgym.server.payloads import (
     ACTION_SCHEMA,
     OBSERVATION_SCHEMA,
