@@ -115,12 +115,18 @@ class _ProcessEnv:
         self._proc.start()
         child.close()
 
-    def request(self, cmd: str, payload: Any) -> Any:
+    def send(self, cmd: str, payload: Any) -> None:
         self._conn.send((cmd, payload))
+
+    def receive(self, cmd: str) -> Any:
         status, value = self._conn.recv()
         if status == "error":
             raise RuntimeError(f"env worker {cmd} failed: {value}")
         return value
+
+    def request(self, cmd: str, payload: Any) -> Any:
+        self.send(cmd, payload)
+        return self.receive(cmd)
 
     def close(self) -> None:
         if self._proc.is_alive():
@@ -129,6 +135,40 @@ class _ProcessEnv:
         self._proc.join(timeout=5)
         if self._proc.is_alive():
             self._proc.kill()
+
+
+def _pipelined(
+    remotes: Sequence[_ProcessEnv], cmd: str, payloads: Mapping[int, Any]
+) -> dict[int, Any]:
+    """Send every request, then collect every reply: the worker processes run in parallel.
+
+    A failure comes back as the exception in place of the value. Every reply that was asked
+    for is read before returning, so a pipe never holds a stale answer for the next call.
+    """
+    failed: dict[int, BaseException] = {}
+    for i, payload in payloads.items():
+        try:
+            remotes[i].send(cmd, payload)
+        except (OSError, EOFError) as exc:  # a dead worker: its pipe is closed
+            failed[i] = exc
+    results: dict[int, Any] = {}
+    for i in payloads:
+        if i in failed:
+            results[i] = failed[i]
+            continue
+        try:
+            results[i] = remotes[i].receive(cmd)
+        except Exception as exc:
+            results[i] = exc
+    return results
+
+
+def _values(results: Mapping[int, Any]) -> list[Any]:
+    """The values in order, raising the first failure (after all replies were read)."""
+    for value in results.values():
+        if isinstance(value, BaseException):
+            raise value
+    return list(results.values())
 
 
 class EnvPool:
@@ -192,9 +232,10 @@ class EnvPool:
             i: {"seed": s, "options": dict(o) if o else None} for i, s, o in zip(idx, seeds, opts)
         }
 
+        if self.backend == "process":
+            return _values(_pipelined(self._remote, "reset", payloads))
+
         def one(i: int) -> Any:
-            if self.backend == "process":
-                return self._remote[i].request("reset", payloads[i])
             return self.envs[i].reset(**payloads[i])
 
         return self._map(one, idx)
@@ -204,12 +245,14 @@ class EnvPool:
         idx = list(actions)
         self._check(idx)
 
+        if self.backend == "process":
+            replies = _pipelined(self._remote, "step", {i: actions[i] for i in idx})
+            return {
+                i: _crashed(r) if isinstance(r, BaseException) else StepResult(*r)
+                for i, r in replies.items()
+            }
+
         def one(i: int) -> StepResult:
-            if self.backend == "process":
-                try:
-                    return StepResult(*self._remote[i].request("step", actions[i]))
-                except Exception as exc:
-                    return _crashed(exc)
             return _safe_step(self.envs[i], actions[i])
 
         return dict(zip(idx, self._map(one, idx)))
@@ -221,9 +264,12 @@ class EnvPool:
         idx = list(range(self.num_envs)) if indices is None else list(indices)
         self._check(idx)
 
+        if self.backend == "process":
+            return _values(
+                _pipelined(self._remote, "call", dict.fromkeys(idx, (name, args, kwargs)))
+            )
+
         def one(i: int) -> Any:
-            if self.backend == "process":
-                return self._remote[i].request("call", (name, args, kwargs))
             return _call(self.envs[i], name, args, kwargs)
 
         return self._map(one, idx)

@@ -68,3 +68,32 @@ def test_play_runs_on_a_process_pool_with_a_policy_that_needs_no_env_handle():
     )
     assert [s.task_id for s in spawned] == [s.task_id for s in threaded]
     assert all(s.turns > 0 for s in spawned)
+
+
+def test_process_workers_step_at_the_same_time(tmp_path):
+    """Each step waits at a barrier for the other workers: only a pool that sends every
+    request before reading any reply lets them meet (stepped one after another, each would
+    wait alone until its patience ran out)."""
+    import functools
+
+    from tests.barrier_env import make
+
+    folder = tmp_path / "barrier"
+    folder.mkdir()
+    fns = [functools.partial(make, str(folder), f"env{i}", 3) for i in range(3)]
+    with EnvPool(fns, backend="process") as pool:
+        pool.reset(seeds=[0, 1, 2])
+        out = pool.step({0: "meet", 1: "meet", 2: "meet"})
+    assert [r.obs["text"] for r in out.values()] == ["together"] * 3
+
+
+def test_a_dead_process_worker_fails_its_own_step_and_leaves_the_others_in_step():
+    with EnvPool([make_tiny, make_tiny], backend="process") as pool:
+        pool.reset(seeds=[0, 1])
+        pool._remote[0]._proc.kill()
+        pool._remote[0]._proc.join()
+        out = pool.step({0: "x", 1: "x"})
+        assert out[0].truncated and "env_error" in out[0].info
+        assert "env_error" not in out[1].info
+        again = pool.step({1: "x"})  # the live worker's pipe holds no stale reply
+        assert again[1].info["action_valid"] is False and "env_error" not in again[1].info
