@@ -117,7 +117,18 @@ def episode_id(value: Any) -> str | None:
 
 
 def action(data: Any, limits: ServerLimits, field: str = "action") -> str | dict[str, Any]:
-    """The assistant turn inside an OpenEnv action: text, or an OpenAI assistant message."""
+    """The assistant turn inside an OpenEnv action: text, or an OpenAI assistant message.
+
+    Example:
+        >>> limits = ServerLimits()
+        >>> action({"text": "hi"}, limits)
+        'hi'
+        >>> try:
+        ...     action({"content": "", "tool_calls": 5}, limits)
+        ... except SessionError as exc:
+        ...     print(exc.status, exc.field)
+        400 action.tool_calls
+    """
     if isinstance(data, str):
         turn: str | dict[str, Any] = data
     elif isinstance(data, Mapping):

@@ -79,6 +79,16 @@ class FairScheduler:
         spare: Extra threads for calls that were abandoned past their deadline and still run.
 
     Must be used from one event loop (the server's). See the module docstring.
+
+    Example:
+        >>> import asyncio
+        >>> async def main():
+        ...     sched = FairScheduler(workers=2)
+        ...     out = await sched.run("session-1", sum, [1, 2, 3], timeout=5)
+        ...     sched.shutdown()
+        ...     return out.value, out.queue_s >= 0, out.run_s >= 0
+        >>> asyncio.run(main())
+        (6, True, True)
     """
 
     def __init__(self, workers: int, spare: int = 0):

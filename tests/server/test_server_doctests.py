@@ -1,0 +1,14 @@
+"""The examples in the server modules' docstrings run and hold."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize("name", ["agentgym.server.scheduler", "agentgym.server.checks"])
+def test_server_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0
