@@ -29,7 +29,14 @@ import gymnasium as gym
 import numpy as np
 
 from agentgym.error import InvalidConfigError, UnknownTaskError
-from agentgym.parsing import ParsedAction, Tool, parse_action
+from agentgym.parsing import (
+    ANSWER_TOOL,
+    ANSWER_TOOL_NOTE,
+    ParsedAction,
+    Tool,
+    fold_answer_calls,
+    parse_action,
+)
 from agentgym.spaces import action_space, observation_space
 from agentgym.tasks import SPLITS
 
@@ -122,6 +129,9 @@ class AgentEnv(gym.Env[Observation, str]):
     metadata = {"family": "", "render_modes": ["ansi"]}
     default_reward_weights: ClassVar[Mapping[str, float]] = {"format": 0.1, "outcome": 1.0}
     default_max_turns: ClassVar[int | None] = None
+    #: True for envs whose episode ends with an ``<answer>`` in the turn's text (not with a
+    #: tool of their own); only these take ``answer_tool=True``.
+    answers_in_text: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -131,6 +141,7 @@ class AgentEnv(gym.Env[Observation, str]):
         max_turns: int | None = None,
         render_mode: str | None = None,
         max_text_length: int = 1 << 20,
+        answer_tool: bool = False,
     ):
         if split not in SPLITS:
             raise InvalidConfigError(f"split must be one of {SPLITS}, got {split!r}.")
@@ -147,7 +158,15 @@ class AgentEnv(gym.Env[Observation, str]):
                 f"render_mode {render_mode!r} is not supported; "
                 f"choose from {self.metadata.get('render_modes', [])}."
             )
+        if answer_tool and not self.answers_in_text:
+            raise InvalidConfigError(
+                f"answer_tool=True needs an env whose episode ends with an <answer>; "
+                f"{type(self).__name__} does not take one (its own tools end the episode)."
+            )
         self.split = split
+        #: Offer :data:`~agentgym.parsing.ANSWER_TOOL` next to ``<answer>`` text (see
+        #: docs/contract.md), so frameworks that forward only tool calls can answer.
+        self.answer_tool = bool(answer_tool)
         self.reward_weights: dict[str, float] = weights
         self.max_turns = self.default_max_turns if max_turns is None else int(max_turns)
         self.render_mode = render_mode
@@ -188,6 +207,13 @@ class AgentEnv(gym.Env[Observation, str]):
     def tools(self) -> Sequence[Tool]:
         """The tools the model may call (empty for envs that only take answers)."""
         return ()
+
+    @property
+    def offered_tools(self) -> tuple[Tool, ...]:
+        """The tools the model is shown and may call: :attr:`tools`, plus the answer tool
+        when the env was built with ``answer_tool=True``."""
+        own = tuple(self.tools)
+        return (*own, ANSWER_TOOL) if self.answer_tool else own
 
     def admissible_actions(self) -> list[str] | None:
         """Ready action strings when the useful action set is finite here, else None."""
@@ -243,11 +269,16 @@ class AgentEnv(gym.Env[Observation, str]):
         self._success = False
         out = self._reset(task_id, options)
         obs = self._observation(out.text, out.images)
+        system_prompt = out.system_prompt
+        if self.answer_tool:
+            system_prompt = (
+                f"{system_prompt}\n{ANSWER_TOOL_NOTE}" if system_prompt else ANSWER_TOOL_NOTE
+            )
         info: dict[str, Any] = {
             "task_id": task_id,
             "instruction": out.instruction,
-            "system_prompt": out.system_prompt,
-            "tools": [t.to_openai() for t in self.tools],
+            "system_prompt": system_prompt,
+            "tools": [t.to_openai() for t in self.offered_tools],
             "state_key": self.state_key(),
             "reward_weights": dict(self.reward_weights),  # so recordings can show value x weight
         }
@@ -263,7 +294,9 @@ class AgentEnv(gym.Env[Observation, str]):
             raise gym.error.ResetNeeded("Call reset() before step().")
         if self._done:
             return self._after_end(action)
-        parsed = parse_action(action, self.tools)
+        parsed = parse_action(action, self.offered_tools)
+        if self.answer_tool:
+            parsed = fold_answer_calls(parsed)
         self._actions.append(action if isinstance(action, str) else parsed.raw)
         self._turn += 1
         out = self._step(parsed)

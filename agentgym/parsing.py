@@ -45,9 +45,12 @@ import jsonschema
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "ANSWER_TOOL",
+    "ANSWER_TOOL_NOTE",
     "ParsedAction",
     "Tool",
     "ToolCall",
+    "fold_answer_calls",
     "parse_action",
     "parse_openai_tool_calls",
     "render_answer",
@@ -424,6 +427,62 @@ def render_answer(answer: str) -> str:
     '<answer>42</answer>'
     """
     return f"<answer>{answer}</answer>"
+
+
+# --- the answer tool ----------------------------------------------------------------------
+
+ANSWER_TOOL = Tool(
+    "answer",
+    "Give your final answer. This ends the episode; call it once, when you are sure.",
+    {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "description": "Your final answer."}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    },
+)
+"""The tool form of ``<answer>...</answer>``, for frameworks that carry only tool calls.
+
+An env built with ``answer_tool=True`` offers it next to its own tools; a call to it is
+folded into :attr:`ParsedAction.answer` by :func:`fold_answer_calls`, so the env sees
+exactly what an ``<answer>`` block would have given it.
+"""
+
+ANSWER_TOOL_NOTE = (
+    "You may also give the final answer by calling the `answer` tool "
+    '(arguments {"answer": "..."}) instead of writing <answer>...</answer>.'
+)
+"""The line appended to the system prompt of an env that offers :data:`ANSWER_TOOL`."""
+
+
+def fold_answer_calls(parsed: ParsedAction) -> ParsedAction:
+    """Turn calls to the ``answer`` tool into the parsed answer (the ``<answer>`` form).
+
+    One answer per turn, by either channel: a second one (two calls, or a call and an
+    ``<answer>`` block) is an error, and the last one given is kept, as with two blocks.
+
+    >>> a = parse_action('<tool_call>{"name": "answer", "arguments": {"answer": "4"}}</tool_call>',
+    ...                  [ANSWER_TOOL])
+    >>> b = fold_answer_calls(a)
+    >>> b.answer, b.tool_calls, b.valid
+    ('4', (), True)
+    """
+    answers = [c for c in parsed.tool_calls if c.name == ANSWER_TOOL.name]
+    if not answers:
+        return parsed
+    errors = list(parsed.errors)
+    given = len(answers) + (parsed.answer is not None)
+    if given > 1:
+        errors.append(
+            f"{given} answers in one turn (answer tool calls and <answer> blocks); give exactly one."
+        )
+    return ParsedAction(
+        raw=parsed.raw,
+        tool_calls=tuple(c for c in parsed.tool_calls if c.name != ANSWER_TOOL.name),
+        answer=str(answers[-1].arguments["answer"]),
+        text=parsed.text,
+        errors=tuple(errors),
+    )
 
 
 # --- tools from plain functions ------------------------------------------------------------

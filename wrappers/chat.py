@@ -18,6 +18,15 @@ import numpy as np
 
 Message = dict[str, Any]
 
+#: The ways an observation's images can travel in a chat message (see
+#: :func:`observation_message`).
+IMAGE_FORMATS = ("data_url", "array", "pil", "none")
+
+IMAGES_LEFT_OUT_NOTE = (
+    "[{n} image(s) left out: this chat is text-only. Use a vision-language model "
+    "(images kept) to see them.]"
+)
+
 
 def image_to_data_url(image: np.ndarray) -> str:
     """A lossless PNG data URL of an HxWx3 uint8 array."""
@@ -34,15 +43,27 @@ def observation_message(
     """One observation as a chat message; images become content parts.
 
     ``image_format="data_url"`` gives OpenAI ``image_url`` parts; ``"array"`` gives
-    ``{"type": "image", "image": ndarray}`` parts for local processors (no encoding cost).
+    ``{"type": "image", "image": ndarray}`` parts for local processors (no encoding cost);
+    ``"pil"`` gives the same parts with ``PIL.Image`` objects (what Hugging Face processors
+    and TRL take); ``"none"`` gives plain-text content: the text and a note saying how many
+    images were left out, for text-only models (never base64 text).
     """
+    if image_format not in IMAGE_FORMATS:
+        raise ValueError(f"image_format must be one of {IMAGE_FORMATS}, got {image_format!r}")
     images: Sequence[np.ndarray] = obs.get("images", ())
     if not images:
         return {"role": role, "content": obs["text"]}
+    if image_format == "none":
+        note = IMAGES_LEFT_OUT_NOTE.format(n=len(images))
+        return {"role": role, "content": f"{obs['text']}\n{note}" if obs["text"] else note}
     parts: list[dict[str, Any]] = []
     for image in images:
         if image_format == "array":
             parts.append({"type": "image", "image": image})
+        elif image_format == "pil":
+            from PIL import Image
+
+            parts.append({"type": "image", "image": Image.fromarray(image)})
         else:
             parts.append({"type": "image_url", "image_url": {"url": image_to_data_url(image)}})
     parts.append({"type": "text", "text": obs["text"]})
@@ -56,7 +77,8 @@ class ChatHistory(gym.Wrapper):
         env: Any agentgym env.
         history_turns: How many of the latest (assistant, feedback) pairs to keep; ``None``
             keeps all. The system prompt and the first observation (the task) always stay.
-        image_format: ``"data_url"`` (OpenAI-compatible) or ``"array"``.
+        image_format: ``"data_url"`` (OpenAI-compatible), ``"array"``, ``"pil"``, or
+            ``"none"`` (text only, with a note where images were left out).
         observation_role: Role of env feedback messages (``"user"`` or ``"tool"``).
 
     Example:
@@ -80,8 +102,8 @@ class ChatHistory(gym.Wrapper):
         super().__init__(env)
         if history_turns is not None and history_turns < 0:
             raise ValueError(f"history_turns must be >= 0 or None, got {history_turns}")
-        if image_format not in ("data_url", "array"):
-            raise ValueError(f"image_format must be 'data_url' or 'array', got {image_format!r}")
+        if image_format not in IMAGE_FORMATS:
+            raise ValueError(f"image_format must be one of {IMAGE_FORMATS}, got {image_format!r}")
         self.history_turns = history_turns
         self.image_format = image_format
         self.observation_role = observation_role

@@ -19,7 +19,7 @@ module                 what it gives
 ``verifiers``          a verifiers ``MultiTurnEnv``
 =====================  ======================================================
 
-See docs/integrations.md.
+See docs/integrations.md (the index) and docs/integrations/<framework>.md.
 """
 
 from agentgym.integrations.session import (
@@ -28,6 +28,18 @@ from agentgym.integrations.session import (
     TextSession,
     assistant_text,
     make_env,
+    message_text,
+    messages_text,
+    takes_answer_tool,
 )
 
-__all__ = ["SessionStart", "SessionTurn", "TextSession", "assistant_text", "make_env"]
+__all__ = [
+    "SessionStart",
+    "SessionTurn",
+    "TextSession",
+    "assistant_text",
+    "make_env",
+    "message_text",
+    "messages_text",
+    "takes_answer_tool",
+]

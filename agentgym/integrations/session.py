@@ -14,6 +14,18 @@ a reward. :class:`TextSession` is exactly that view of any registered agentgym e
   event loops (verl, SkyRL, verifiers run rollouts as coroutines): the env runs in a worker
   thread so a slow env never blocks the loop.
 
+Images travel as the framework can take them (``image_format``): OpenAI ``image_url`` parts,
+``PIL`` or array parts for local processors, or ``"none"``: plain-text content with a note
+saying how many images were left out, for text-only models (never base64 as text).
+:func:`message_text` gives any message's text the same way.
+
+Envs that end with an ``<answer>`` can also offer an ``answer`` tool
+(``answer_tool=True``, see docs/contract.md), so frameworks that forward only tool calls can
+earn the outcome.
+
+Assistant turns may be dicts or message objects (pydantic models such as verifiers'
+``AssistantMessage``, whose tool calls are flat ``{id, name, arguments}``); both are read.
+
 Structured tool calls are written back into the canonical text form before the env sees
 them, so the env's own parser validates them and a malformed call earns the same error
 message and format penalty as in text mode. When the turn came with structured calls, the
@@ -47,7 +59,7 @@ from typing import Any
 import gymnasium as gym
 
 from agentgym.error import InvalidConfigError
-from agentgym.wrappers.chat import observation_message
+from agentgym.wrappers.chat import IMAGE_FORMATS, IMAGES_LEFT_OUT_NOTE, observation_message
 
 Message = dict[str, Any]
 AssistantTurn = str | Mapping[str, Any]
@@ -60,6 +72,9 @@ __all__ = [
     "TextSession",
     "assistant_text",
     "make_env",
+    "message_text",
+    "messages_text",
+    "takes_answer_tool",
 ]
 
 
@@ -77,8 +92,69 @@ def make_env(env_id: str, **kwargs: Any) -> gym.Env:
     return gym.make(record.id, **kwargs)
 
 
+def takes_answer_tool(env_id: str) -> bool:
+    """Whether the env of ``env_id`` ends with an ``<answer>`` (so it takes ``answer_tool``)."""
+    import agentgym  # noqa: F401
+    from agentgym.registry import get_record
+
+    return bool(getattr(get_record(env_id).load(), "answers_in_text", False))
+
+
+def _plain(obj: Any) -> Any:
+    """Message objects (pydantic models, e.g. verifiers' messages) as plain dicts/lists."""
+    if isinstance(obj, str | bytes | int | float | bool) or obj is None:
+        return obj
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        with contextlib.suppress(Exception):
+            return _plain(dump(exclude_none=True))
+    if isinstance(obj, Mapping):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def message_text(message: Any) -> str:
+    """The text of a chat message: content parts' text joined, images replaced by a note.
+
+    Never returns base64 image data; a message object is read like a dict.
+    """
+    msg = _plain(message)
+    content = msg.get("content") if isinstance(msg, Mapping) else msg
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return str(content)
+    texts: list[str] = []
+    images = 0
+    for part in content:
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind == "text":
+            texts.append(str(part.get("text", "")))
+        elif kind in ("image_url", "image", "input_image"):
+            images += 1
+        elif isinstance(part, str):
+            texts.append(part)
+    if images:
+        texts.append(IMAGES_LEFT_OUT_NOTE.format(n=images))
+    return "\n".join(t for t in texts if t)
+
+
+def messages_text(messages: Sequence[Any], sep: str = "\n\n") -> str:
+    """:func:`message_text` of each message, joined (system prompt and task, say)."""
+    return sep.join(t for t in (message_text(m) for m in messages) if t)
+
+
 def _call_text(call: Any) -> str:
-    """One OpenAI tool call (any validity) as canonical ``<tool_call>`` text."""
+    """One OpenAI tool call (any validity) as canonical ``<tool_call>`` text.
+
+    Accepts the OpenAI nesting ``{"id", "type", "function": {"name", "arguments"}}`` and the
+    flat ``{"id", "name", "arguments"}`` form (verifiers' ``ToolCall``).
+    """
+    call = _plain(call)
     fn = call.get("function", call) if isinstance(call, Mapping) else call
     if not isinstance(fn, Mapping):
         return f"<tool_call>{json.dumps(fn, default=str)}</tool_call>"
@@ -99,11 +175,12 @@ def assistant_text(turn: AssistantTurn) -> str:
     """
     if isinstance(turn, str):
         return turn
+    turn = _plain(turn)
     if not isinstance(turn, Mapping):
         return repr(turn)
     content = turn.get("content") or ""
     if isinstance(content, list):  # content parts
-        content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
+        content = "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
     calls = turn.get("tool_calls") or []
     if not isinstance(calls, list | tuple):
         calls = [calls]
@@ -143,9 +220,15 @@ class TextSession:
         env: A registered env id, or an env object (e.g. a wrapped one, or one seat of a
             multi-agent env through ``SeatAsEnv``).
         env_kwargs: Keyword arguments for ``gym.make`` when ``env`` is an id.
-        image_format: ``"data_url"`` (OpenAI ``image_url`` parts) or ``"array"``.
+        image_format: How observation images travel: ``"data_url"`` (OpenAI ``image_url``
+            parts), ``"array"`` / ``"pil"`` (``{"type": "image", "image": ...}`` parts for
+            local processors), or ``"none"`` (text content with a note that images were left
+            out, for text-only models).
         feedback_role: ``"auto"`` (``tool`` after structured calls, else ``user``),
             ``"user"`` or ``"tool"``.
+        answer_tool: Offer the ``answer`` tool next to ``<answer>`` text (docs/contract.md).
+            ``False`` (default) leaves the env as built; ``True`` requires an env that ends
+            with an ``<answer>``; ``None`` turns it on exactly for such envs.
     """
 
     def __init__(
@@ -155,13 +238,41 @@ class TextSession:
         env_kwargs: Mapping[str, Any] | None = None,
         image_format: str = "data_url",
         feedback_role: str = "auto",
+        answer_tool: bool | None = False,
     ):
         if feedback_role not in ("auto", "user", "tool"):
             raise InvalidConfigError(
                 f"feedback_role must be 'auto', 'user' or 'tool', got {feedback_role!r}."
             )
+        if image_format not in IMAGE_FORMATS:
+            raise InvalidConfigError(
+                f"image_format must be one of {IMAGE_FORMATS}, got {image_format!r}."
+            )
         self.env_id = env if isinstance(env, str) else getattr(env.spec, "id", type(env).__name__)
-        self.env: gym.Env = make_env(env, **dict(env_kwargs or {})) if isinstance(env, str) else env
+        kwargs = dict(env_kwargs or {})
+        if isinstance(env, str):
+            if answer_tool is None:
+                answer_tool = takes_answer_tool(env)
+            if answer_tool and not takes_answer_tool(env):
+                raise InvalidConfigError(
+                    f"answer_tool=True needs an env that ends with an <answer>; {env} does not "
+                    "(its own tools end the episode). Use answer_tool=None to offer it only "
+                    "where it applies."
+                )
+            if answer_tool:
+                kwargs["answer_tool"] = True
+            self.env: gym.Env = make_env(env, **kwargs)
+        else:
+            self.env = env
+            core = env.unwrapped
+            wanted = getattr(core, "answers_in_text", False) if answer_tool is None else answer_tool
+            if wanted and not getattr(core, "answers_in_text", False):
+                raise InvalidConfigError(
+                    f"answer_tool=True needs an env that ends with an <answer>; "
+                    f"{type(core).__name__} does not."
+                )
+            if wanted:
+                core.answer_tool = True  # read at the next reset and on every step
         self.image_format = image_format
         self.feedback_role = feedback_role
         self.messages: list[Message] = []
@@ -231,6 +342,8 @@ class TextSession:
         return bool(self.info.get("success", False))
 
     def _assistant_message(self, turn: AssistantTurn) -> Message:
+        if not isinstance(turn, str):
+            turn = _plain(turn)
         if isinstance(turn, Mapping):
             msg: Message = {"role": "assistant", "content": turn.get("content") or ""}
             if turn.get("tool_calls"):
@@ -239,6 +352,8 @@ class TextSession:
         return {"role": "assistant", "content": turn if isinstance(turn, str) else repr(turn)}
 
     def _feedback(self, obs: dict[str, Any], turn: AssistantTurn) -> list[Message]:
+        if not isinstance(turn, str):
+            turn = _plain(turn)
         calls: Sequence[Any] = (turn.get("tool_calls") or []) if isinstance(turn, Mapping) else []
         role = self.feedback_role
         if role == "auto":

@@ -9,6 +9,13 @@ tool the env declares (parameters, enums and descriptions from the tool's JSON s
 ``reset`` reading ``seed`` / ``task_id`` from the row, and ``get_reward`` returning the
 summed env reward.
 
+TRL forwards only tool calls to the environment, so an env whose episode ends with an
+``<answer>`` in text (CodeMath-*, Visual*) gets the ``answer`` tool (docs/contract.md) by
+default: the model calls ``answer(answer=...)`` and the outcome reward is earned. Images:
+with ``images=False`` (default, for text-only models) the task and tool results are text,
+with a note where images were left out; with ``images=True`` (a vision-language model) they
+are TRL's multimodal content parts with ``PIL`` images. Never base64 text.
+
 Example::
 
     from trl import GRPOConfig, GRPOTrainer
@@ -28,7 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentgym.error import InvalidConfigError
-from agentgym.integrations.session import TextSession
+from agentgym.integrations.session import Message, TextSession, messages_text
 from agentgym.parsing import render_tool_call
 
 __all__ = ["environment_class", "seed_dataset"]
@@ -67,7 +74,7 @@ def _tool_method(tool: dict[str, Any]) -> Any:
                 "TRL needs tools as methods."
             )
 
-    def method(self: Any, **kwargs: Any) -> str:
+    def method(self: Any, **kwargs: Any) -> Any:
         return self._call_tool(name, kwargs)
 
     parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
@@ -98,45 +105,79 @@ def _tool_method(tool: dict[str, Any]) -> Any:
     return method
 
 
+def _content(messages: list[Message], images: bool) -> str | list[dict[str, Any]]:
+    """Messages as one tool result / prompt addition: text, or TRL content parts."""
+    if not images or all(isinstance(m.get("content"), str) for m in messages):
+        return messages_text(messages)
+    parts: list[dict[str, Any]] = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, str):
+            if content:
+                parts.append({"type": "text", "text": content + "\n\n"})
+            continue
+        parts.extend(p for p in content or [] if isinstance(p, dict))
+    return parts
+
+
 def environment_class(
-    env_id: str, *, env_kwargs: dict[str, Any] | None = None, class_name: str | None = None
+    env_id: str,
+    *,
+    env_kwargs: dict[str, Any] | None = None,
+    class_name: str | None = None,
+    answer_tool: bool | None = None,
+    images: bool = False,
 ) -> type:
-    """A TRL environment class for ``env_id`` (see the module docstring)."""
-    probe = TextSession(env_id, env_kwargs=env_kwargs)
+    """A TRL environment class for ``env_id`` (see the module docstring).
+
+    Args:
+        env_id: A registered single-agent id.
+        env_kwargs: Keyword arguments for ``gym.make``.
+        class_name: The class name (TRL logs the env reward under it).
+        answer_tool: Offer the ``answer`` tool; ``None`` (default) offers it exactly for envs
+            that end with an ``<answer>``, which TRL could otherwise never receive.
+        images: Pass images as content parts with PIL images (for a vision-language model);
+            ``False`` gives text with a note where images were left out.
+    """
+    kwargs = dict(env_kwargs or {})
+    image_format = "pil" if images else "none"
+    probe = TextSession(env_id, env_kwargs=kwargs, answer_tool=answer_tool, image_format="none")
     try:
         tools = probe.reset(seed=0).tools
+        offers_answer = bool(getattr(probe.env.unwrapped, "answer_tool", False))
     finally:
         probe.close()
-    kwargs = dict(env_kwargs or {})
 
     def __init__(self: Any) -> None:
-        self._session = TextSession(env_id, env_kwargs=kwargs)
+        self._session = TextSession(
+            env_id, env_kwargs=kwargs, answer_tool=offers_answer, image_format=image_format
+        )
 
-    def reset(self: Any, **row: Any) -> str:
-        """Start the episode a dataset row names (``seed`` and/or ``task_id``)."""
+    def reset(self: Any, **row: Any) -> str | list[dict[str, Any]]:
+        """Start the episode a dataset row names (``seed`` and/or ``task_id``).
+
+        Returns the system prompt and the task (text, or content parts with images).
+        """
         seed = row.get("seed")
         task_id = row.get("task_id")
         start = self._session.reset(
             seed=None if seed is None else int(seed),
             options={"task_id": task_id} if task_id else None,
         )
-        return "\n\n".join(
-            str(m["content"]) for m in start.messages if isinstance(m.get("content"), str)
-        )
+        return _content(start.messages, images)
 
     def get_reward(self: Any) -> float:
         """The summed env reward of the episode so far."""
         return float(self._session.total_reward)
 
-    def _call_tool(self: Any, name: str, arguments: dict[str, Any]) -> str:
+    def _call_tool(self: Any, name: str, arguments: dict[str, Any]) -> Any:
         if self._session.done:
             raise ValueError("The episode has ended; no more tool calls are taken.")
         turn = self._session.step(render_tool_call(name, arguments))
-        text = "\n".join(str(m.get("content")) for m in turn.messages)
         if not turn.info.get("action_valid", True):
             # TRL shows a raised error's message to the model as the tool result
-            raise ValueError(text)
-        return text
+            raise ValueError(messages_text(turn.messages))
+        return _content(turn.messages, images)
 
     namespace: dict[str, Any] = {
         "__init__": __init__,
@@ -144,6 +185,8 @@ def environment_class(
         "get_reward": get_reward,
         "_call_tool": _call_tool,
         "env_id": env_id,
+        "answer_tool": offers_answer,
+        "images": images,
         "__doc__": f"TRL environment over agentgym env {env_id}.",
     }
     for tool in tools:

@@ -94,6 +94,7 @@ class CodeMathEnv(SessionEnv):
     """Math problems with a stateful Python tool; see the module docstring for the card."""
 
     default_max_turns: ClassVar[int | None] = 8
+    answers_in_text: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -105,6 +106,7 @@ class CodeMathEnv(SessionEnv):
         reward_weights: Mapping[str, float] | None = None,
         max_turns: int | None = None,
         render_mode: str | None = None,
+        answer_tool: bool = False,
     ):
         if not levels or any(lv not in (1, 2, 3) for lv in levels):
             raise InvalidConfigError(
@@ -118,6 +120,7 @@ class CodeMathEnv(SessionEnv):
             max_turns=max_turns,
             render_mode=render_mode,
         )
+        self.answer_tool = bool(answer_tool)  # see AgentEnv; CodeMath ends with an <answer>
         self.levels = tuple(int(lv) for lv in levels)
         self._splits = {
             "train": LevelTaskSet(self.levels, 0, 100_000),

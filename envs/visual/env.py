@@ -52,6 +52,7 @@ class VisualEnv(AgentEnv):
         "tool": 0.2,
     }
     default_max_turns: ClassVar[int | None] = 8
+    answers_in_text: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -64,6 +65,7 @@ class VisualEnv(AgentEnv):
         reward_weights: Mapping[str, float] | None = None,
         max_turns: int | None = None,
         render_mode: str | None = None,
+        answer_tool: bool = False,
     ):
         if task_type not in TASK_TYPES:
             raise InvalidConfigError(
@@ -78,7 +80,11 @@ class VisualEnv(AgentEnv):
         if not 1 <= max_calls_per_turn <= 8:
             raise InvalidConfigError(f"max_calls_per_turn must be 1..8, got {max_calls_per_turn}.")
         super().__init__(
-            split=split, reward_weights=reward_weights, max_turns=max_turns, render_mode=render_mode
+            split=split,
+            reward_weights=reward_weights,
+            max_turns=max_turns,
+            render_mode=render_mode,
+            answer_tool=answer_tool,
         )
         self.task_type = task_type
         self.difficulty = difficulty

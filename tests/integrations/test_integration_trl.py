@@ -1,62 +1,213 @@
-"""TRL environment_factory: typed tool methods TRL can read, reset from a row, env reward."""
+"""TRL: the env reward reaches a real GRPOTrainer loss, for a tool env and an answer env.
+
+TRL (1.16) forwards only tool calls to an ``environment_factory`` class, so the answer env
+(CodeMath) earns its outcome through the ``answer`` tool. The policy is a tiny randomly
+initialised Qwen3 built from a config (no download) whose logits carry a fixed bias towards
+a few whole-tool-call tokens and the end-of-turn token, so that one step samples real tool
+calls with different rewards; the bias has no parameters, so the gradient is the model's.
+"""
 
 from __future__ import annotations
 
 import inspect
+import os
 import pathlib
+import tempfile
 
 import pytest
 
-from agentgym.integrations.trl import environment_class
+from agentgym.integrations.trl import environment_class, seed_dataset
 
-ENV_ID = "agentgym/Sokoban-Tiny-v0"
+torch = pytest.importorskip("torch")
+trl = pytest.importorskip("trl")
+transformers = pytest.importorskip("transformers")
 
-
-def _trl_probe(instance):
-    """TRL GRPOTrainer's own probe of an environment instance (trl 1.x)."""
-    has_reset = has_reward = False
-    methods = []
-    for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction):
-        if name == "reset":
-            has_reset = True
-        elif name == "get_reward":
-            has_reward = True
-        elif not name.startswith("_"):
-            methods.append(getattr(instance, name))
-    return has_reset, has_reward, methods
+SOKOBAN = "agentgym/Sokoban-Tiny-v0"
+CODEMATH = "agentgym/CodeMath-L1-v0"
+VISUAL = "agentgym/VisualChart-v0"
 
 
-def test_class_exposes_the_env_tools_as_typed_methods():
-    Env = environment_class(ENV_ID)
+def _call_token(name: str, arguments: dict) -> str:
+    """One tool call exactly as TRL's Qwen3 template writes (and parses) it."""
+    import json
+
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+
+
+def _tokenizer(call_tokens: list[str]):
+    from agentgym.integrations.offline import char_tokenizer
+
+    tok = char_tokenizer()
+    tok.add_special_tokens(
+        {
+            "additional_special_tokens": [
+                "<|im_start|>",
+                "<think>",
+                "</think>",
+                "<tool_call>",
+                "</tool_call>",
+            ]
+        }
+    )
+    tok.add_tokens(call_tokens)
+    template = pathlib.Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja"
+    tok.chat_template = template.read_text()
+    return tok
+
+
+def _biased_model(tok, call_tokens: list[str]):
+    """A tiny random Qwen3 whose logits favour whole tool calls and the end of turn."""
+
+    class ToolBiasedQwen3(transformers.Qwen3ForCausalLM):
+        def __init__(self, config):
+            super().__init__(config)
+            self.register_buffer("call_bias", torch.zeros(config.vocab_size), persistent=False)
+
+        def forward(self, *args, **kwargs):
+            out = super().forward(*args, **kwargs)
+            out.logits = out.logits + self.call_bias.to(out.logits.dtype)
+            return out
+
+    config = transformers.Qwen3Config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        max_position_embeddings=8192,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    torch.manual_seed(0)
+    model = ToolBiasedQwen3(config)
+    for token in [*call_tokens, tok.eos_token]:
+        model.call_bias[tok.convert_tokens_to_ids(token)] = 12.0
+    return model
+
+
+def _train_one_step(env_id: str, call_tokens: list[str], seeds: list[int]):
+    """One GRPOTrainer step; returns (env rewards TRL collected, its log, params changed)."""
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    tok = _tokenizer(call_tokens)
+    model = _biased_model(tok, call_tokens)
+    rewards: list[float] = []
+    base = environment_class(env_id)
+
+    class Recorded(base):  # type: ignore[misc, valid-type]
+        def get_reward(self):
+            value = super().get_reward()
+            rewards.append(value)
+            return value
+
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    args = trl.GRPOConfig(
+        output_dir=tempfile.mkdtemp(),
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=16,
+        max_steps=1,
+        learning_rate=1e-3,
+        use_cpu=True,
+        report_to=[],
+        logging_steps=1,
+        bf16=False,
+        save_strategy="no",
+        seed=0,
+    )
+    trainer = trl.GRPOTrainer(
+        model=model,
+        processing_class=tok,
+        args=args,
+        train_dataset=seed_dataset(env_id, seeds),
+        environment_factory=Recorded,
+    )
+    trainer.train()
+    log = next(entry for entry in trainer.state.log_history if "loss" in entry)
+    changed = any(not torch.equal(before[n], p) for n, p in model.named_parameters())
+    return rewards, log, changed
+
+
+@pytest.mark.slow
+def test_grpo_trainer_step_on_a_tool_env_trains_on_the_env_reward():
+    calls = [_call_token("move", {"direction": d}) for d in ("up", "down", "left", "right")]
+    rewards, log, changed = _train_one_step(SOKOBAN, calls, list(range(4)))
+    assert len(rewards) == 4 and len(set(rewards)) > 1  # real moves, different outcomes
+    assert log["reward"] == pytest.approx(sum(rewards) / len(rewards), abs=1e-4)
+    assert log["rewards/Recorded/mean"] == pytest.approx(log["reward"], abs=1e-4)
+    assert log["tools/call_frequency"] > 0 and log["tools/failure_frequency"] == 0
+    assert log["grad_norm"] > 0 and changed
+
+
+@pytest.mark.slow
+def test_grpo_trainer_step_on_an_answer_env_earns_the_outcome_through_the_answer_tool():
+    import gymnasium as gym
+
+    probe = gym.make(CODEMATH)
+    probe.reset(seed=5)
+    correct = str(probe.unwrapped._problem.answer)
+    probe.close()
+    calls = [
+        _call_token("answer", {"answer": correct}),
+        _call_token("answer", {"answer": correct + "1"}),
+    ]
+    rewards, log, changed = _train_one_step(CODEMATH, calls, [5])
+    assert len(rewards) == 4
+    assert max(rewards) >= 1.0  # the outcome reward arrived through TRL's tool channel
+    assert min(rewards) < 1.0
+    assert log["reward"] == pytest.approx(sum(rewards) / len(rewards), abs=1e-4)
+    assert log["grad_norm"] > 0 and changed
+
+
+def test_answer_env_class_offers_the_answer_tool_as_a_typed_method():
+    Env = environment_class(CODEMATH)
+    schema = transformers.utils.get_json_schema(Env.answer)  # what TRL shows the model
+    assert schema["function"]["parameters"]["required"] == ["answer"]
     env = Env()
-    has_reset, has_reward, methods = _trl_probe(env)
-    assert has_reset and has_reward and [m.__name__ for m in methods] == ["move"]
-    get_json_schema = pytest.importorskip("transformers.utils").get_json_schema
-    schema = get_json_schema(methods[0])  # what TRL puts in the prompt
-    params = schema["function"]["parameters"]
-    assert params["required"] == ["direction"]
-    assert params["properties"]["direction"]["enum"] == ["up", "down", "left", "right"]
+    env.reset(seed=5)
+    out = env.answer(answer=str(env._session.env.unwrapped._problem.answer))
+    assert "correct" in out and env.get_reward() == pytest.approx(1.0)
 
 
-def test_reset_from_row_step_and_reward():
-    Env = environment_class(ENV_ID)
-    a, b = Env(), Env()
-    assert a.reset(prompt=[], seed=3) == b.reset(prompt=[], seed=3)
-    out = a.move(direction="up")
-    assert isinstance(out, str) and out
-    assert a.get_reward() == pytest.approx(a._session.total_reward) != 0.0
-    with pytest.raises(ValueError):  # TRL shows the message to the model as the tool result
-        a.move(direction="sideways")
+def test_visual_reset_keeps_the_question_and_tool_results_carry_no_base64():
+    Env = environment_class(VISUAL)
+    env = Env()
+    opening = env.reset(seed=0)
+    instruction = env._session.info["instruction"]
+    assert isinstance(opening, str) and instruction.splitlines()[0] in opening
+    assert "image(s) left out" in opening and "base64" not in opening
+    result = env.zoom(box=[0, 0, 200, 200])
+    assert isinstance(result, str) and "Zoomed" in result
+    assert "base64" not in result and len(result) < 2000
+    env.answer(answer="1")  # Visual ids end through the answer tool too
+    assert env._session.done
 
 
-def test_installed_trl_has_the_environment_factory_contract():
-    """The installed TRL's GRPOTrainer source still probes reset/get_reward (read, not imported:
-    importing the trainer costs seconds)."""
-    import importlib.util
+def test_visual_with_images_gives_trl_content_parts_with_pil_images():
+    from PIL import Image
 
-    spec = importlib.util.find_spec("trl")
-    if spec is None:
-        pytest.skip("trl is not installed")
-    src = (pathlib.Path(spec.origin).parent / "trainer" / "grpo_trainer.py").read_text()
-    assert "environment_factory" in src
-    assert 'member_name == "reset"' in src and 'member_name == "get_reward"' in src
+    env = environment_class(VISUAL, images=True)()
+    opening = env.reset(seed=0)
+    kinds = [p["type"] for p in opening]
+    assert "image" in kinds and "text" in kinds
+    assert all(isinstance(p["image"], Image.Image) for p in opening if p["type"] == "image")
+    result = env.zoom(box=[0, 0, 200, 200])
+    assert any(p["type"] == "image" for p in result)
+
+
+def test_tool_methods_are_the_ones_trl_exposes():
+    Env = environment_class(SOKOBAN)
+    exposed = [
+        name
+        for name, _ in inspect.getmembers(Env, predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    ]
+    assert exposed == ["move"]  # Sokoban ends by its own moves: no answer tool
+    schema = transformers.utils.get_json_schema(Env.move)
+    assert schema["function"]["parameters"]["properties"]["direction"]["enum"] == [
+        "up",
+        "down",
+        "left",
+        "right",
+    ]
