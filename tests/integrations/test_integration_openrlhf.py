@@ -117,3 +117,55 @@ def test_multi_turn_executor_has_one_im_end_per_turn_boundary(monkeypatch):
     assert out["extra_logs"]["success"].item() == 1.0
     assert out["reward"] > 1.0
     assert len(closed) == 1  # the env was closed when the episode ended
+
+
+class BudgetEngine:
+    """A malformed turn ended by EOS, then a turn that uses up the whole token budget."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self.calls = 0
+
+    async def generate(self, prompt_token_ids, sampling_params, multi_modal_data=None):
+        self.calls += 1
+        if self.calls == 1:
+            ids = [*self.tokenizer.encode("no tool call", add_special_tokens=False)]
+            ids.append(self.tokenizer.eos_token_id)
+            reason = "stop"
+        else:
+            ids = self.tokenizer.encode("x", add_special_tokens=False) * sampling_params.max_tokens
+            reason = "length"
+        out = types.SimpleNamespace(token_ids=ids, text="", finish_reason=reason, logprobs=None)
+        return types.SimpleNamespace(outputs=[out])
+
+
+def _single_agent_ids():
+    import agentgym
+
+    return [r.id for r in agentgym.list_envs() if not r.multi_agent]
+
+
+@pytest.mark.parametrize("env_id", _single_agent_ids())
+def test_every_id_through_the_executor_is_text_with_closed_turns(env_id):
+    pytest.importorskip("openrlhf.utils.agent")
+    pytest.importorskip("transformers")
+    from agentgym.integrations.offline import char_tokenizer
+
+    tok = char_tokenizer()
+    _, Executor = make_agent_classes(env_id)
+    params = types.SimpleNamespace(max_tokens=None, logprobs=None)
+    out = asyncio.run(
+        Executor().execute(
+            prompt="",
+            label='{"seed": 1}',
+            sampling_params=params,
+            max_length=16384,
+            hf_tokenizer=tok,
+            llm_engine=BudgetEngine(tok),
+        )
+    )
+    text = tok.decode(out["observation_tokens"], skip_special_tokens=False)
+    assert len(out["action_ranges"]) == 2 and "base64" not in text
+    assert "<|im_end|><|im_end|>" not in text
+    # every message but the last (cut) turn is closed exactly once
+    assert text.count("<|im_end|>") == text.count("<|im_start|>") - 1

@@ -11,6 +11,8 @@ repeats those calls.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from agentgym.integrations.skyrl import AgentGymTextEnv
@@ -92,3 +94,23 @@ def test_max_turns_and_missing_env_id():
     env.close()  # idempotent
     with pytest.raises(InvalidConfigError):
         AgentGymTextEnv({}, {})
+
+
+def _single_agent_ids():
+    import agentgym
+
+    return [r.id for r in agentgym.list_envs() if not r.multi_agent]
+
+
+@pytest.mark.parametrize("env_id", _single_agent_ids())
+def test_every_id_gives_a_text_prompt_with_its_tools(tok, env_id):
+    env, chat, prompt = generator_prompt(tok, env_id, {"seed": 1})
+    try:
+        assert all(isinstance(m["content"], str) for m in chat)
+        assert "base64" not in prompt
+        for tool in env.session.tools:  # the full schema, as JSON, reached the prompt
+            assert json.dumps(tool, ensure_ascii=False) in prompt
+        out = env.step("not a tool call")  # never raises; the reply is text too
+        assert all(isinstance(m["content"], str) for m in out["observations"])
+    finally:
+        env.close()

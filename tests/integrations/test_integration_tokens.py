@@ -73,3 +73,34 @@ def test_visual_prompt_is_text_with_an_images_left_out_note(tok):
     prompt = tok.decode(ep.prompt_ids)
     question = session.messages[1]["content"][-1]["text"]  # the env's own task text
     assert question in prompt and "image(s) left out" in prompt and "base64" not in prompt
+
+
+def _single_agent_ids():
+    import agentgym
+
+    return [r.id for r in agentgym.list_envs() if not r.multi_agent]
+
+
+@pytest.fixture(scope="module")
+def special_tok():
+    tok = char_tokenizer()  # as the project's TRL example registers it: tool tags special
+    tok.add_special_tokens(
+        {"additional_special_tokens": ["<|im_start|>", "<tool_call>", "</tool_call>"]}
+    )
+    return tok
+
+
+@pytest.mark.parametrize("env_id", _single_agent_ids())
+def test_every_id_sees_the_tool_call_and_a_text_prompt(special_tok, env_id):
+    from agentgym.integrations.verl import agent_loop_rows, play_verl_episode
+
+    session = TextSession(env_id)
+    name = session.reset(seed=1).tools[0]["function"]["name"]
+    session.close()
+    call = render_tool_call(name, {})
+    row = agent_loop_rows(env_id, [1], max_turns=1)[0]
+    ep = asyncio.run(play_verl_episode(row, ScriptedLLM(special_tok, [call]), special_tok))
+    # the env parsed a call to that tool (at most it lacks arguments): the tags arrived
+    assert ep.info["action_valid"] or f"({name})" in (ep.info["error"] or "")
+    prompt = special_tok.decode(ep.prompt_ids)
+    assert "base64" not in prompt and "data:image" not in prompt
