@@ -8,15 +8,18 @@ Two ways in, both over :class:`~agentgym.integrations.session.TextSession`:
   episode against verl's inference servers and returns an ``AgentLoopOutput``: prompt ids,
   response ids with env tokens masked (0), the sampled tokens' logprobs, the summed env
   reward as ``reward_score``, ``num_turns``, and per-turn rewards / success / the GiGPO
-  state keys in ``extra_fields``. Requires verl (import it from this module only when verl
-  is installed: ``from agentgym.integrations.verl import AgentGymAgentLoop``).
+  state keys in ``extra_fields``. Turns are decoded with special tokens kept (a
+  ``<tool_call>`` special token keeps its tags) and the chat is text-only (images become a
+  note); see :mod:`agentgym.integrations.tokens`. Requires verl (import it from this module
+  only when verl is installed: ``from agentgym.integrations.verl import AgentGymAgentLoop``).
 * :class:`AgentGymInteraction` — verl's older ``BaseInteraction`` form (multi-turn
   SGLang rollouts up to verl 0.5): ``start_interaction`` resets the env,
   ``generate_response`` steps it with the last assistant message and returns
-  ``(done, reply, reward, info)``. :func:`interaction_rows` builds dataset rows whose
-  prompts equal the env's opening messages.
+  ``(done, reply, reward, info)``; the env is closed when its episode ends, because verl
+  0.5's rollout never calls ``finalize_interaction``. :func:`interaction_rows` builds
+  dataset rows whose prompts equal the env's opening messages.
 
-See docs/integrations.md for the verl config that selects the loop.
+See docs/integrations/verl.md for the verl config that selects the loop.
 """
 
 from __future__ import annotations
