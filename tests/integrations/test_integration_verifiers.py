@@ -1,51 +1,201 @@
-"""verifiers: MultiTurnEnv hooks drive an agentgym episode; signature as published (0.1.x)."""
+"""verifiers 0.1.14: ``evaluate()`` against a fake OpenAI-compatible server on 127.0.0.1.
+
+The server (starlette + uvicorn in a thread) answers every chat completion with STRUCTURED
+``tool_calls``, as a tool-calling model behind vLLM would; verifiers passes them to the
+adapter as its pydantic message objects. The env must take them as valid calls, its reply
+must carry the call ids, the tools must reach the model, and the env reward must arrive in
+verifiers' results.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import inspect
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
-from agentgym.integrations.verifiers import (
-    AgentGymVerifiersEnv,
-    env_reward,
-    load_environment,
-    opening_rows,
-)
+import gymnasium as gym
+import pytest
+
+import agentgym  # noqa: F401
 from agentgym.parsing import render_tool_call
 
-ENV_ID = "agentgym/Sokoban-Tiny-v0"
-MOVES = [render_tool_call("move", {"direction": d}) for d in ("up", "left", "down", "right")]
+vf = pytest.importorskip("verifiers")
+uvicorn = pytest.importorskip("uvicorn")
+starlette_apps = pytest.importorskip("starlette.applications")
 
-# verifiers 0.1.14 MultiTurnEnv (verifiers/envs/multiturn_env.py)
-PUBLISHED = {
-    "env_response": ["self", "messages", "state", "kwargs"],
-    "setup_state": ["self", "state"],
-}
+from starlette.responses import JSONResponse  # noqa: E402
+from starlette.routing import Route  # noqa: E402
 
+from agentgym.integrations.verifiers import load_environment  # noqa: E402
 
-def test_hooks_match_the_published_signature():
-    for name, params in PUBLISHED.items():
-        method = getattr(AgentGymVerifiersEnv, name)
-        assert inspect.iscoroutinefunction(method)
-        got = list(inspect.signature(method).parameters)
-        assert got[: len(params) - 1] == params[:-1] and "kwargs" in got
+SOKOBAN = "agentgym/Sokoban-Tiny-v0"
+CODEMATH = "agentgym/CodeMath-L1-v0"
+DIRECTIONS = ("up", "left", "down", "right")
+
+Policy = Callable[[dict[str, Any]], tuple[str, dict[str, Any]]]
 
 
-def test_rollout_through_the_hooks_ends_with_final_env_response():
-    env = load_environment(ENV_ID, num_examples=2, seed=3)
-    row = opening_rows(ENV_ID, [3])[0]
+def _first_user_text(request: dict[str, Any]) -> str:
+    user = next(m for m in request["messages"] if m["role"] == "user")
+    content = user["content"]
+    return content if isinstance(content, str) else json.dumps(content)
 
-    async def main():
-        state = {"prompt": row["prompt"], "info": row["info"]}
-        await env.setup_state(state)
-        messages = list(row["prompt"])
-        for move in MOVES * 4:
-            messages.append({"role": "assistant", "content": move})
-            messages += await env.env_response(messages, state)
-            if state.get("final_env_response"):
+
+class FakeServer:
+    """An OpenAI-compatible ``/v1/chat/completions`` that replies with one tool call."""
+
+    def __init__(self, policy: Policy):
+        self.policy = policy
+        self.requests: list[dict[str, Any]] = []
+        self.calls = 0
+
+        async def chat(request: Any) -> JSONResponse:
+            body = await request.json()
+            self.requests.append(body)
+            self.calls += 1
+            name, arguments = self.policy(body)
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{self.calls}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(arguments)},
+                    }
+                ],
+            }
+            return JSONResponse(
+                {
+                    "id": f"cmpl-{self.calls}",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body["model"],
+                    "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                }
+            )
+
+        app = starlette_apps.Starlette(
+            routes=[Route("/v1/chat/completions", chat, methods=["POST"])]
+        )
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self.port = self._sock.getsockname()[1]
+        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+
+    def __enter__(self) -> FakeServer:
+        self._thread.start()
+        while not self._server.started:
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._sock.close()
+
+
+@pytest.fixture
+def client_config(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[int], Any]]:
+    monkeypatch.setenv("AGENTGYM_FAKE_OPENAI_KEY", "not-a-secret")
+
+    def make(port: int) -> Any:
+        return vf.ClientConfig(
+            api_base_url=f"http://127.0.0.1:{port}/v1",
+            api_key_var="AGENTGYM_FAKE_OPENAI_KEY",
+            max_retries=0,
+        )
+
+    yield make
+
+
+def _sokoban_policy(request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Cycle the four moves by how many turns this conversation has had."""
+    turns = sum(1 for m in request["messages"] if m["role"] == "assistant")
+    return "move", {"direction": DIRECTIONS[turns % 4]}
+
+
+def _evaluate(env: Any, config: Any, n: int) -> list[dict[str, Any]]:
+    out = asyncio.run(
+        env.evaluate(
+            client=config, model="fake", num_examples=n, rollouts_per_example=1, on_progress=[]
+        )
+    )
+    return list(out["outputs"])
+
+
+def test_evaluate_with_structured_tool_calls_plays_valid_moves_and_scores_the_env(
+    client_config: Callable[[int], Any],
+):
+    max_turns = 6
+    env = load_environment(SOKOBAN, num_examples=2, seed=3, max_turns=max_turns)
+    with FakeServer(_sokoban_policy) as server:
+        outputs = _evaluate(env, client_config(server.port), 2)
+
+    # the env's tools reached the model as OpenAI function schemas
+    assert server.requests and all(
+        [t["function"]["name"] for t in r.get("tools") or []] == ["move"] for r in server.requests
+    )
+    assert len(outputs) == 2
+    for out in outputs:
+        assert out["error"] is None
+        completion = out["completion"]
+        tool_msgs = [m for m in completion if m["role"] == "tool"]
+        calls = [
+            json.loads(c) if isinstance(c, str) else c  # results keep calls as JSON text
+            for m in completion
+            if m["role"] == "assistant"
+            for c in m["tool_calls"]
+        ]
+        # the last call may be cut by max_turns before the env answers it
+        assert tool_msgs and len(calls) - 1 <= len(tool_msgs) <= len(calls)
+        # each env reply answers its call, and no call was rejected by the parser
+        assert [m["tool_call_id"] for m in tool_msgs] == [c["id"] for c in calls][: len(tool_msgs)]
+        assert not any("tool call 1" in m["content"] for m in tool_msgs)
+        assert all(m["content"].startswith("You ") for m in tool_msgs)
+        # the same moves played directly give the same return: the env reward arrived
+        direct = gym.make(SOKOBAN)
+        direct.reset(seed=out["info"]["seed"])
+        total = 0.0
+        for i in range(len(tool_msgs)):
+            _, r, term, trunc, info = direct.step(
+                render_tool_call("move", {"direction": DIRECTIONS[i % 4]})
+            )
+            assert info["action_valid"]
+            total += r
+            if term or trunc:
                 break
-        return state
+        assert out["reward"] == pytest.approx(total) == pytest.approx(out["metrics"]["env_reward"])
 
-    state = asyncio.run(main())
-    assert state.get("final_env_response") is not None
-    assert env_reward(state) == state["agentgym_session"].total_reward != 0
+
+def test_evaluate_answer_env_earns_the_outcome_through_the_answer_tool(
+    client_config: Callable[[int], Any],
+):
+    env = load_environment(CODEMATH, num_examples=2, seed=11, max_turns=4)
+    answers = {}
+    for row in env.dataset:
+        probe = gym.make(CODEMATH)
+        probe.reset(seed=row["info"]["seed"])
+        user = next(m for m in row["prompt"] if m["role"] == "user")
+        answers[user["content"]] = str(probe.unwrapped._problem.answer)
+        probe.close()
+
+    def policy(request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        return "answer", {"answer": answers[_first_user_text(request)]}
+
+    with FakeServer(policy) as server:
+        outputs = _evaluate(env, client_config(server.port), 2)
+    assert all("answer" in [t["function"]["name"] for t in r["tools"]] for r in server.requests)
+    for out in outputs:
+        assert out["error"] is None
+        assert out["reward"] == pytest.approx(1.0)
+        assert out["metrics"]["success"] == 1.0
+        assert out["stop_condition"] == "has_final_env_response"
