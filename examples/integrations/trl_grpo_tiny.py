@@ -1,12 +1,18 @@
-"""TRL: one real GRPOTrainer step with an agentgym environment_factory, offline on a CPU.
+"""TRL: one real GRPOTrainer step on an agentgym env, with real tool calls, offline on a CPU.
 
 The model is a tiny randomly initialised Qwen3 (no download) with an in-memory tokenizer
-that uses TRL's own Qwen3 chat template (so TRL can parse tool calls). It writes no useful
-moves, so the env reward is 0; the point is the plumbing: TRL probes the class, resets one
-env per rollout from the dataset row, exposes `move` as a tool, and scores with get_reward.
-Takes about a minute here. Run: python examples/integrations/trl_grpo_tiny.py
+that uses TRL's own Qwen3 chat template, so TRL parses the model's tool calls itself. A
+random model never writes a well-formed call, so each whole call ("move up", ...) is one
+token and the model's logits get a fixed bias towards those tokens and the end of turn:
+every rollout then plays real moves, the env scores them, and GRPO trains on the
+differences. The bias has no parameters; the gradient is the transformer's.
+
+TRL probes the class, resets one env per rollout from the dataset row, exposes `move` (and
+`answer` on envs that end with an answer) as tools, and scores each rollout with
+get_reward. Takes about 20 s here. Run: python examples/integrations/trl_grpo_tiny.py
 """
 
+import json
 import os
 import pathlib
 import tempfile
@@ -22,6 +28,12 @@ from agentgym.integrations.offline import char_tokenizer
 from agentgym.integrations.trl import environment_class, seed_dataset
 
 ENV = "agentgym/Sokoban-Tiny-v0"
+# Each move exactly as TRL's Qwen3 template writes a tool call, kept as one token.
+CALLS = [
+    "<tool_call>\n" + json.dumps({"name": "move", "arguments": {"direction": d}}) + "\n</tool_call>"
+    for d in ("up", "down", "left", "right")
+]
+
 tok = char_tokenizer()
 tok.add_special_tokens(
     {
@@ -34,9 +46,25 @@ tok.add_special_tokens(
         ]
     }
 )
+tok.add_tokens(CALLS)
 tok.chat_template = (
     pathlib.Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja"
 ).read_text()
+
+
+class ToolBiasedQwen3(Qwen3ForCausalLM):
+    """Qwen3 plus a fixed logit bias (a buffer, not a parameter) towards whole tool calls."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.register_buffer("call_bias", torch.zeros(config.vocab_size), persistent=False)
+
+    def forward(self, *args, **kwargs):
+        out = super().forward(*args, **kwargs)
+        out.logits = out.logits + self.call_bias.to(out.logits.dtype)
+        return out
+
+
 config = Qwen3Config(
     vocab_size=len(tok),
     hidden_size=32,
@@ -45,49 +73,51 @@ config = Qwen3Config(
     num_attention_heads=2,
     num_key_value_heads=1,
     head_dim=16,
-    max_position_embeddings=4096,
+    max_position_embeddings=8192,
     eos_token_id=tok.eos_token_id,
     pad_token_id=tok.pad_token_id,
 )
 torch.manual_seed(0)
-model = Qwen3ForCausalLM(config)
+model = ToolBiasedQwen3(config)
+for token in [*CALLS, tok.eos_token]:
+    model.call_bias[tok.convert_tokens_to_ids(token)] = 12.0
 
 Sokoban = environment_class(ENV)
-calls = {"reset": 0, "get_reward": 0}
+env_rewards = []
 
 
-class CountedSokoban(Sokoban):
-    def reset(self, **row):
-        calls["reset"] += 1
-        return super().reset(**row)
-
+class RecordedSokoban(Sokoban):
     def get_reward(self):
-        calls["get_reward"] += 1
-        return super().get_reward()
+        reward = super().get_reward()
+        env_rewards.append(reward)
+        return reward
 
 
 args = GRPOConfig(
     output_dir=tempfile.mkdtemp(),
-    per_device_train_batch_size=2,
-    num_generations=2,
-    max_completion_length=24,
+    per_device_train_batch_size=4,
+    num_generations=4,
+    max_completion_length=16,
     max_steps=1,
+    learning_rate=1e-3,
     use_cpu=True,
     report_to=[],
     logging_steps=1,
     bf16=False,
     save_strategy="no",
+    seed=0,
 )
 trainer = GRPOTrainer(
     model=model,
     processing_class=tok,
     args=args,
     train_dataset=seed_dataset(ENV, range(4)),
-    environment_factory=CountedSokoban,
+    environment_factory=RecordedSokoban,
 )
 trainer.train()
-print("env calls:", calls)
+log = next(entry for entry in trainer.state.log_history if "loss" in entry)
+print("env rewards:", env_rewards)
 print(
-    "last log:",
-    {k: v for k, v in trainer.state.log_history[-2].items() if "reward" in k or "tools" in k},
+    "trainer log:",
+    {k: log[k] for k in ("reward", "tools/call_frequency", "loss", "grad_norm")},
 )

@@ -130,14 +130,18 @@ def _train_one_step(env_id: str, call_tokens: list[str], seeds: list[int]):
 
 
 @pytest.mark.slow
-def test_grpo_trainer_step_on_a_tool_env_trains_on_the_env_reward():
-    calls = [_call_token("move", {"direction": d}) for d in ("up", "down", "left", "right")]
-    rewards, log, changed = _train_one_step(SOKOBAN, calls, list(range(4)))
+def test_shipped_example_trains_a_grpo_step_on_a_tool_env_with_real_tool_calls():
+    """examples/integrations/trl_grpo_tiny.py (Sokoban): the env reward is the logged reward."""
+    import runpy
+
+    example = pathlib.Path(__file__).parents[2] / "examples" / "integrations" / "trl_grpo_tiny.py"
+    ns = runpy.run_path(str(example), run_name="example")
+    rewards, log = ns["env_rewards"], ns["log"]
     assert len(rewards) == 4 and len(set(rewards)) > 1  # real moves, different outcomes
     assert log["reward"] == pytest.approx(sum(rewards) / len(rewards), abs=1e-4)
-    assert log["rewards/Recorded/mean"] == pytest.approx(log["reward"], abs=1e-4)
+    assert log["rewards/RecordedSokoban/mean"] == pytest.approx(log["reward"], abs=1e-4)
     assert log["tools/call_frequency"] > 0 and log["tools/failure_frequency"] == 0
-    assert log["grad_norm"] > 0 and changed
+    assert log["grad_norm"] > 0
 
 
 @pytest.mark.slow
