@@ -152,3 +152,7 @@ def observation_space(
 def action_space(max_length: int = 1 << 20) -> UnicodeText:
     """The action space every AgentEnv uses: one model turn as a string."""
     return UnicodeText(max_length)
+
+
+# Gymnasium's vector-env and flatten handlers for the spaces above (registered on import).
+from agentgym import space_utils as _space_utils  # noqa: E402,F401
