@@ -137,6 +137,7 @@ def make_agent_classes(
     env_id: str,
     *,
     env_kwargs: dict[str, Any] | None = None,
+    answer_tool: bool | None = False,
     template: Callable[..., str] = chatml,
     bases: tuple[type, type] | None = None,
 ) -> tuple[type, type]:
@@ -152,7 +153,7 @@ def make_agent_classes(
 
     class AgentInstance(instance_base):  # type: ignore[misc, valid-type]
         def __init__(self, *args: Any, **kw: Any) -> None:
-            self.session = TextSession(env_id, env_kwargs=kwargs)
+            self.session = TextSession(env_id, env_kwargs=kwargs, answer_tool=answer_tool)
             self.closed = False
             turns = _CURRENT.get()
             if turns is not None:

@@ -30,7 +30,11 @@ from typing import Any
 
 from agentgym.error import DependencyMissingError, InvalidConfigError
 from agentgym.integrations.session import TextSession
-from agentgym.integrations.tokens import text_only_messages, with_tools_in_system
+from agentgym.integrations.tokens import (
+    answer_tool_option,
+    text_only_messages,
+    with_tools_in_system,
+)
 
 __all__ = ["ENV_NAME", "AgentGymTextEnv", "register"]
 
@@ -70,7 +74,8 @@ class AgentGymTextEnv(_Base):  # type: ignore[misc, valid-type]
                 "AgentGymTextEnv needs 'env_id' in the row's env_extras or in env_config."
             )
         env_kwargs = dict(extras.get("env_kwargs") or _get(env_config, "env_kwargs", {}) or {})
-        self.session = TextSession(str(env_id), env_kwargs=env_kwargs)
+        answer_tool = answer_tool_option(extras.get("answer_tool", _get(env_config, "answer_tool")))
+        self.session = TextSession(str(env_id), env_kwargs=env_kwargs, answer_tool=answer_tool)
         seed = extras.get("seed")
         self.seed = None if seed is None else int(seed)
         self.task_id = extras.get("task_id")

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agentgym.integrations.session import Message, TextSession
+from agentgym.integrations.session import Message, TextSession, message_text
 
 Generate = Callable[[list[int]], Awaitable[tuple[Sequence[int], Sequence[float] | None]]]
 """``await generate(context_ids) -> (new_token_ids, their_logprobs or None)``."""
@@ -37,6 +37,7 @@ __all__ = [
     "ChatTokenizer",
     "Generate",
     "TokenEpisode",
+    "answer_tool_option",
     "chat_ids",
     "decode_turn",
     "end_of_turn_ids",
@@ -58,10 +59,6 @@ _END_OF_TURN = (
     "</s>",
 )
 
-IMAGES_LEFT_OUT = (
-    "[{n} image(s) left out here: this prompt is text-only. Use a vision-language model and "
-    "keep images in the chat to see them.]"
-)
 
 # a neutral exchange the env reply is appended to, to read off the reply's own tokens
 _BASE: list[Message] = [
@@ -93,29 +90,29 @@ def decode_turn(tokenizer: Any, token_ids: Sequence[int]) -> str:
     return str(tokenizer.decode(ids, skip_special_tokens=False))
 
 
+def answer_tool_option(value: Any) -> bool | None:
+    """A row's or config's ``answer_tool`` as ``TextSession`` takes it: absent/empty ->
+    ``False`` (the env as built), ``"auto"`` -> ``None`` (on exactly for envs that end
+    with an ``<answer>``), anything else -> its truth value."""
+    if value is None or value == "":
+        return False
+    if isinstance(value, str):
+        if value.lower() == "auto":
+            return None
+        return value.lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
 def text_only_messages(messages: Sequence[Message]) -> list[Message]:
-    """Messages whose content is plain text: text parts joined, images replaced by a note.
+    """Messages whose content is plain text: text parts joined, images replaced by a note
+    (:func:`agentgym.integrations.session.message_text`).
 
     Messages without content parts are returned unchanged (the same objects).
     """
-    out: list[Message] = []
-    for m in messages:
-        content = m.get("content")
-        if not isinstance(content, list):
-            out.append(m)
-            continue
-        texts: list[str] = []
-        images = 0
-        for part in content:
-            kind = part.get("type") if isinstance(part, Mapping) else None
-            if kind == "text":
-                texts.append(str(part.get("text", "")))
-            elif kind in ("image_url", "image", "input_image"):
-                images += 1
-        if images:
-            texts.append(IMAGES_LEFT_OUT.format(n=images))
-        out.append({**m, "content": "\n".join(t for t in texts if t)})
-    return out
+    return [
+        {**m, "content": message_text(m)} if isinstance(m.get("content"), list) else m
+        for m in messages
+    ]
 
 
 def with_tools_in_system(

@@ -31,7 +31,12 @@ from typing import Any
 
 from agentgym.error import DependencyMissingError, InvalidConfigError
 from agentgym.integrations.session import TextSession
-from agentgym.integrations.tokens import TokenEpisode, run_token_episode, text_only_messages
+from agentgym.integrations.tokens import (
+    TokenEpisode,
+    answer_tool_option,
+    run_token_episode,
+    text_only_messages,
+)
 
 AGENT_NAME = "agentgym_agent"
 
@@ -46,7 +51,8 @@ __all__ = [
 
 
 def episode_spec(row: Mapping[str, Any]) -> dict[str, Any]:
-    """``env_id``, ``seed``, ``task_id``, ``env_kwargs``, ``max_turns`` of a dataset row.
+    """``env_id``, ``seed``, ``task_id``, ``env_kwargs``, ``max_turns``, ``answer_tool`` of a
+    dataset row (``answer_tool``: offer the ``answer`` tool, see docs/contract.md).
 
     Keys are read at the top level, then from ``extra_info`` and ``agent_kwargs`` (where
     verl datasets keep per-row extras).
@@ -68,6 +74,7 @@ def episode_spec(row: Mapping[str, Any]) -> dict[str, Any]:
         "task_id": merged.get("task_id"),
         "env_kwargs": dict(merged.get("env_kwargs") or {}),
         "max_turns": merged.get("max_turns"),
+        "answer_tool": answer_tool_option(merged.get("answer_tool")),
     }
 
 
@@ -96,7 +103,9 @@ async def play_verl_episode(
 ) -> TokenEpisode:
     """The framework-free body of :meth:`AgentGymAgentLoop.run` (also usable on its own)."""
     spec = episode_spec(row)
-    session = TextSession(spec["env_id"], env_kwargs=spec["env_kwargs"])
+    session = TextSession(
+        spec["env_id"], env_kwargs=spec["env_kwargs"], answer_tool=spec["answer_tool"]
+    )
     try:
         options = {"task_id": spec["task_id"]} if spec["task_id"] else None
         return await run_token_episode(
@@ -190,7 +199,8 @@ def _interaction_base() -> type:
 class AgentGymInteraction(_interaction_base()):  # type: ignore[misc]
     """verl ``BaseInteraction`` over an agentgym env (one session per ``instance_id``).
 
-    ``config`` holds ``env_id`` (required), optional ``env_kwargs`` and ``name``.
+    ``config`` holds ``env_id`` (required), optional ``env_kwargs``, ``answer_tool`` and
+    ``name``.
     ``start_interaction(instance_id, seed=..., task_id=...)`` resets; each
     ``generate_response`` steps with the latest assistant message and returns the env's
     reply as text (images replaced by a note: this path is text-only).
@@ -229,7 +239,11 @@ class AgentGymInteraction(_interaction_base()):  # type: ignore[misc]
         if old is not None:
             await old.aclose()
         self._finished.pop(instance_id, None)
-        session = TextSession(self.config["env_id"], env_kwargs=self.config.get("env_kwargs"))
+        session = TextSession(
+            self.config["env_id"],
+            env_kwargs=self.config.get("env_kwargs"),
+            answer_tool=answer_tool_option(self.config.get("answer_tool")),
+        )
         try:
             await session.areset(
                 None if seed is None else int(seed), {"task_id": task_id} if task_id else None

@@ -114,3 +114,15 @@ def test_every_id_gives_a_text_prompt_with_its_tools(tok, env_id):
         assert all(isinstance(m["content"], str) for m in out["observations"])
     finally:
         env.close()
+
+
+def test_answer_tool_option_reaches_the_prompt_and_ends_the_episode(tok):
+    env, _chat, prompt = generator_prompt(
+        tok, "agentgym/CodeMath-L1-v0", {"seed": 0, "answer_tool": "auto"}
+    )
+    try:
+        assert '"name": "answer"' in prompt
+        out = env.step(render_tool_call("answer", {"answer": "0"}))
+        assert out["done"] and out["metadata"]["action_valid"]
+    finally:
+        env.close()

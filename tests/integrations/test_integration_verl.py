@@ -235,3 +235,10 @@ def test_interaction_closes_every_env_at_done_without_finalize(monkeypatch):
     assert len(closed) == 12 and inter.live_sessions == 4  # done episodes freed their env
     inter.close()  # episodes cut short are freed by close()
     assert len(closed) == len(built) == 16 and inter.live_sessions == 0
+
+
+def test_rows_choose_the_answer_tool():
+    row = agverl.agent_loop_rows("agentgym/CodeMath-L1-v0", [0], answer_tool=True)[0]
+    assert agverl.episode_spec(row)["answer_tool"] is True
+    assert agverl.episode_spec({"env_id": ENV_ID})["answer_tool"] is False
+    assert agverl.episode_spec({"env_id": ENV_ID, "answer_tool": "auto"})["answer_tool"] is None
