@@ -23,7 +23,9 @@ that images were left out, so a text model still reads the task and never base64
 
 from __future__ import annotations
 
+import contextlib
 import json
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -67,8 +69,18 @@ _BASE: list[Message] = [
 ]
 
 
-def end_of_turn_ids(tokenizer: Any) -> set[int]:
-    """Ids that end a sampled turn: the EOS token and the known end-of-turn tokens."""
+_EOT_CACHE: weakref.WeakKeyDictionary[Any, frozenset[int]] = weakref.WeakKeyDictionary()
+
+
+def end_of_turn_ids(tokenizer: Any) -> frozenset[int]:
+    """Ids that end a sampled turn: the EOS token and the known end-of-turn tokens.
+
+    Computed once per tokenizer object (reading a large vocabulary costs milliseconds).
+    """
+    try:
+        return _EOT_CACHE[tokenizer]
+    except (KeyError, TypeError):
+        pass
     ids: set[int] = set()
     eos = getattr(tokenizer, "eos_token_id", None)
     if isinstance(eos, int):
@@ -77,7 +89,10 @@ def end_of_turn_ids(tokenizer: Any) -> set[int]:
         ids.update(int(t) for t in eos)
     vocab = tokenizer.get_vocab() if hasattr(tokenizer, "get_vocab") else {}
     ids.update(int(vocab[t]) for t in _END_OF_TURN if t in vocab)
-    return ids
+    found = frozenset(ids)
+    with contextlib.suppress(TypeError):  # objects that take no weak reference: not cached
+        _EOT_CACHE[tokenizer] = found
+    return found
 
 
 def decode_turn(tokenizer: Any, token_ids: Sequence[int]) -> str:
