@@ -12,6 +12,9 @@ reward, ``done``, and in the infos ``is_action_valid`` and ``won``.
 * ``step(text_actions) -> (observations, rewards, dones, infos)``; envs already done are
   not stepped again (their reward is 0 and ``done`` stays true).
 
+The prompts are text (``"image": None``): an observation's images are replaced by a note
+saying they were left out.
+
 The envs live in any pool with the :class:`agentgym.vector.EnvPool` API, so passing a
 :class:`agentgym.distributed.RayEnvPool` puts them on Ray actors.
 """
@@ -26,8 +29,14 @@ import numpy as np
 
 from agentgym.error import InvalidConfigError
 from agentgym.vector import EnvPool
+from agentgym.wrappers.chat import observation_message
 
 __all__ = ["AgentGymEnvironmentManager"]
+
+
+def _text(obs: dict[str, Any]) -> str:
+    """An observation as prompt text; images (Visual, web screenshots) become a note."""
+    return str(observation_message(obs, "user", "none")["content"])
 
 
 class AgentGymEnvironmentManager:
@@ -92,7 +101,7 @@ class AgentGymEnvironmentManager:
         for i, (obs, info) in enumerate(results):
             self._task[i] = info.get("instruction") or obs["text"]
             self._history[i] = []
-            self._last_obs[i] = obs["text"]
+            self._last_obs[i] = _text(obs)
             anchors.append(info.get("state_key", obs["text"]))
             infos.append(
                 {**info, "group_id": i // self.group_n, "is_action_valid": True, "won": False}
@@ -121,8 +130,8 @@ class AgentGymEnvironmentManager:
         for i in range(self.batch_size):
             if i in results:
                 r = results[i]
-                self._history[i].append((text_actions[i], r.obs["text"]))
-                self._last_obs[i] = r.obs["text"]
+                self._history[i].append((text_actions[i], _text(r.obs)))
+                self._last_obs[i] = _text(r.obs)
                 rewards[i] = r.reward
                 done = r.terminated or r.truncated
                 self._done[i] = done

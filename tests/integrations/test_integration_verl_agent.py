@@ -36,3 +36,15 @@ def test_groups_anchors_validity_and_done_handling():
         assert infos4[0]["task_id"] != infos[0]["task_id"]  # the next batch has new tasks
     finally:
         mgr.close()
+
+
+def test_visual_observations_are_text_with_an_images_left_out_note():
+    mgr = AgentGymEnvironmentManager("agentgym/VisualChart-v0", env_num=1, group_n=1, seed=0)
+    try:
+        obs, _ = mgr.reset()
+        assert "image(s) left out" in obs["text"][0] and "base64" not in obs["text"][0]
+        zoom = render_tool_call("zoom", {"box": [0, 0, 100, 100]})
+        obs, _, _, _ = mgr.step([zoom])
+        assert obs["text"][0].count("image(s) left out") >= 2  # the task and the zoom result
+    finally:
+        mgr.close()
