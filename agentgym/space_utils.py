@@ -29,8 +29,12 @@ already numeric arrays, and their sizes vary, so they cannot join one ``Box``;
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
+import json
 import os
 import shutil
+import sys
 import tempfile
 import weakref
 from collections.abc import Callable, Iterator
@@ -330,3 +334,83 @@ def _flatdim(space: Space[Any]) -> int:
         f"{space} has no fixed flat size: its values vary in length, so it cannot become one "
         "numpy Box. flatten() still works: text -> int32 code points, images kept whole."
     )
+
+
+# ---- Minari ------------------------------------------------------------------------------------
+# Minari serialises a dataset's spaces with its own dispatchers (``serialize_space`` on the
+# type, ``deserialize_space`` on a "type" string). Importing Minari takes seconds, so the
+# handlers are registered when ``minari.serialization`` is first imported (or now, if it
+# already was), never by importing Minari from here.
+
+_MINARI_MODULE = "minari.serialization"
+
+
+def _serialize_text(space: UnicodeText, to_string: bool = True) -> Any:
+    out = {"type": "AgentGymUnicodeText", "max_length": space.max_length}
+    return json.dumps(out) if to_string else out
+
+
+def _serialize_images(space: RGBImages, to_string: bool = True) -> Any:
+    out = {
+        "type": "AgentGymRGBImages",
+        "max_images": space.max_images,
+        "max_height": space.max_height,
+        "max_width": space.max_width,
+    }
+    return json.dumps(out) if to_string else out
+
+
+def register_minari(module: ModuleType) -> None:
+    """Register serialisers for the agentgym spaces with ``minari.serialization``."""
+    module.serialize_space.register(UnicodeText)(_serialize_text)
+    module.serialize_space.register(RGBImages)(_serialize_images)
+    module.deserialize_space.register("AgentGymUnicodeText")(
+        lambda d: UnicodeText(int(d["max_length"]))
+    )
+    module.deserialize_space.register("AgentGymRGBImages")(
+        lambda d: RGBImages(int(d["max_images"]), int(d["max_height"]), int(d["max_width"]))
+    )
+    from agentgym.integrations.minari import PackedImages, serialize_packed
+
+    module.serialize_space.register(PackedImages)(serialize_packed)
+    module.deserialize_space.register("AgentGymPackedImages")(
+        lambda d: PackedImages(
+            RGBImages(int(d["max_images"]), int(d["max_height"]), int(d["max_width"]))
+        )
+    )
+
+
+class _RunAfterExec(importlib.abc.Loader):
+    def __init__(self, loader: Any, callback: Callable[[ModuleType], None]) -> None:
+        self._loader = loader
+        self._callback = callback
+
+    def create_module(self, spec: Any) -> Any:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        self._callback(module)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs ``callback(module)`` right after ``name`` is first imported."""
+
+    def __init__(self, name: str, callback: Callable[[ModuleType], None]) -> None:
+        self.name = name
+        self.callback = callback
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)  # one shot; lets the real finders answer
+        spec = importlib.util.find_spec(fullname)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _RunAfterExec(spec.loader, self.callback)
+        return spec
+
+
+if _MINARI_MODULE in sys.modules:
+    register_minari(sys.modules[_MINARI_MODULE])
+else:
+    sys.meta_path.insert(0, _AfterImport(_MINARI_MODULE, register_minari))

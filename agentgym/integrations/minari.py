@@ -1,0 +1,156 @@
+"""Minari: record agentgym episodes with Minari's ``DataCollector`` and load them back.
+
+``DataCollector(gym.make(id))`` constructs for every id as it is (the spaces' serialisers
+are registered by :mod:`agentgym.space_utils`). Recording needs one more step: Minari
+appends each observation leaf to a per-episode list with ``jax.tree_util`` and then writes
+columns, so a tuple of 0..16 images of varying size (a pytree node whose shape changes
+from step to step) cannot go in as it is. :func:`data_collector` therefore packs each
+step's images into one ``bytes`` value (:func:`agentgym.space_utils.encode_images`: shapes,
+then raw pixels; lossless, no JPEG) under a :class:`PackedImages` space, and stores with
+Minari's ``arrow`` format, which keeps binary values exactly (``hdf5`` would strip
+trailing zero bytes). :func:`episode_observations` turns a loaded episode back into the
+env's own ``{"text": str, "images": tuple}`` observations.
+
+Example::
+
+    import gymnasium as gym, minari
+    from agentgym.integrations.minari import data_collector, episode_observations
+
+    env = data_collector(gym.make("agentgym/VisualClock-v0"))
+    env.reset(seed=0); env.step("<answer>3:15</answer>")
+    data = env.create_dataset("agentgym/visualclock/demo-v0", algorithm_name="scripted")
+    observations = episode_observations(next(data.iterate_episodes()))
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gymnasium import spaces
+from gymnasium.spaces import Space
+
+from agentgym.error import DependencyMissingError
+from agentgym.space_utils import decode_images, encode_images
+from agentgym.spaces import RGBImages
+
+__all__ = [
+    "PackedImages",
+    "data_collector",
+    "episode_observations",
+    "pack_observation",
+    "packed_observation_space",
+    "unpack_observation",
+]
+
+
+class PackedImages(Space[bytes]):
+    """An :class:`RGBImages` value packed into ``bytes`` by ``encode_images``."""
+
+    def __init__(self, images: RGBImages, *, seed: int | None = None) -> None:
+        self.images = images
+        super().__init__(shape=None, dtype=None, seed=seed)
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+    def sample(self, mask: Any = None, probability: Any = None) -> bytes:
+        return encode_images(self.images.sample())
+
+    def contains(self, x: Any) -> bool:
+        if not isinstance(x, bytes):
+            return False
+        try:
+            return self.images.contains(decode_images(x))
+        except ValueError:
+            return False
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PackedImages) and other.images == self.images
+
+    def __repr__(self) -> str:
+        return f"PackedImages({self.images!r})"
+
+
+def serialize_packed(space: PackedImages, to_string: bool = True) -> Any:
+    """Minari's serialised form of a :class:`PackedImages` space."""
+    out = {
+        "type": "AgentGymPackedImages",
+        "max_images": space.images.max_images,
+        "max_height": space.images.max_height,
+        "max_width": space.images.max_width,
+    }
+    return json.dumps(out) if to_string else out
+
+
+def packed_observation_space(space: spaces.Dict) -> spaces.Dict:
+    """The env's observation space with ``images`` as :class:`PackedImages`."""
+    images = space["images"]
+    if not isinstance(images, RGBImages):
+        raise TypeError(f"expected an agentgym observation space, got images space {images!r}")
+    return spaces.Dict({"text": space["text"], "images": PackedImages(images)})
+
+
+def pack_observation(obs: dict[str, Any]) -> dict[str, Any]:
+    """``{"text", "images"}`` with the images packed into one ``bytes`` value."""
+    return {"text": obs["text"], "images": encode_images(tuple(obs["images"]))}
+
+
+def unpack_observation(obs: dict[str, Any]) -> dict[str, Any]:
+    """The inverse of :func:`pack_observation`."""
+    return {"text": obs["text"], "images": decode_images(obs["images"])}
+
+
+def _step_data_callback() -> type:
+    try:
+        from minari.data_collector.callbacks import StepDataCallback
+    except ImportError as exc:
+        raise DependencyMissingError("minari", "pip install 'minari[create]'") from exc
+
+    class PackImagesStepData(StepDataCallback):  # type: ignore[misc]
+        """Minari's step data with the observation's images packed into bytes."""
+
+        def __call__(self, env: Any, obs: Any, info: Any, **kwargs: Any) -> Any:
+            step_data = super().__call__(env, obs=obs, info=info, **kwargs)
+            step_data["observation"] = pack_observation(obs)
+            return step_data
+
+    return PackImagesStepData
+
+
+def data_collector(env: Any, **kwargs: Any) -> Any:
+    """Minari's ``DataCollector`` around ``env``, set up to record agentgym observations.
+
+    Extra keyword arguments go to ``DataCollector``; ``data_format`` must stay ``"arrow"``.
+    """
+    from minari import DataCollector
+
+    data_format = kwargs.pop("data_format", "arrow")
+    if data_format != "arrow":
+        raise ValueError(
+            f"data_format must be 'arrow' for agentgym envs, got {data_format!r}: "
+            "hdf5 stores bytes as fixed-length strings and drops trailing zero bytes of images"
+        )
+    return DataCollector(
+        env,
+        step_data_callback=_step_data_callback(),
+        observation_space=packed_observation_space(env.observation_space),
+        data_format="arrow",
+        **kwargs,
+    )
+
+
+def episode_observations(episode: Any) -> list[dict[str, Any]]:
+    """A loaded Minari ``EpisodeData``'s observations as the env returned them."""
+    obs = episode.observations
+    texts, packed = list(obs["text"]), list(obs["images"])
+    if len(texts) != len(packed):
+        raise ValueError(
+            f"episode {episode.id} has {len(texts)} texts but {len(packed)} image entries; "
+            "was it recorded with agentgym.integrations.minari.data_collector?"
+        )
+    return [
+        {"text": str(t), "images": decode_images(bytes(p))}
+        for t, p in zip(texts, packed, strict=True)
+    ]
