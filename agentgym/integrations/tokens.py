@@ -108,8 +108,9 @@ def decode_turn(tokenizer: Any, token_ids: Sequence[int]) -> str:
 def answer_tool_option(value: Any) -> bool | None:
     """A row's or config's ``answer_tool`` as ``TextSession`` takes it: absent/empty ->
     ``False`` (the env as built), ``"auto"`` -> ``None`` (on exactly for envs that end
-    with an ``<answer>``), anything else -> its truth value."""
-    if value is None or value == "":
+    with an ``<answer>``), anything else -> its truth value (a missing parquet value, NaN,
+    counts as absent)."""
+    if value is None or value == "" or (isinstance(value, float) and value != value):
         return False
     if isinstance(value, str):
         if value.lower() == "auto":
