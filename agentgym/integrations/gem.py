@@ -5,6 +5,11 @@ its envs through GEM's registry. :class:`AgentGymGemEnv` gives an agentgym env t
 (the observation is the env's new text; the reset observation is the system prompt and
 the task), and :func:`register_all` registers ``agentgym:<id>`` for every single-agent id
 (``gem.make("agentgym:agentgym/Sokoban-Tiny-v0")``).
+
+GEM's ``make_vec`` builds each env with a ``seed`` keyword (``seed + index``); like GEM's own
+envs, that seed drives the first ``reset()`` without a seed, later resets continue the
+env's random stream (so autoresets give new tasks). GEM is text only: observation images
+are left out with a note saying how many (never base64 text), the task text is kept.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentgym.error import DependencyMissingError
-from agentgym.integrations.session import TextSession
+from agentgym.integrations.session import TextSession, message_text
 
 __all__ = ["PREFIX", "AgentGymGemEnv", "register_all"]
 
@@ -32,23 +37,28 @@ def _gem_env_base() -> type:
 class AgentGymGemEnv(_gem_env_base()):  # type: ignore[misc]
     """A GEM env over an agentgym id."""
 
-    def __init__(self, env_id: str, **env_kwargs: Any):
+    def __init__(self, env_id: str, seed: int | None = None, **env_kwargs: Any):
         self.env_id = env_id
-        self.session = TextSession(env_id, env_kwargs=env_kwargs)
+        self.env_kwargs = dict(env_kwargs)
+        #: Seed of the first reset that passes none (GEM's ``make``/``make_vec`` set it).
+        self.seed = seed
+        self._seed_pending = seed is not None
+        self.session = TextSession(env_id, env_kwargs=env_kwargs, image_format="none")
         self.tools: list[dict[str, Any]] = []
 
     def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        if seed is None and self._seed_pending:
+            seed = self.seed
+        self._seed_pending = False
         options = {"task_id": kwargs["task_id"]} if kwargs.get("task_id") else None
         start = self.session.reset(seed, options)
         self.tools = start.tools
-        text = "\n\n".join(
-            str(m["content"]) for m in start.messages if isinstance(m["content"], str)
-        )
+        text = "\n\n".join(message_text(m) for m in start.messages)
         return text, start.info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         turn = self.session.step(action)
-        text = "\n".join(str(m["content"]) for m in turn.messages)
+        text = "\n".join(message_text(m) for m in turn.messages)
         return text, turn.reward, turn.terminated, turn.truncated, turn.info
 
     def sample_random_action(self) -> str:
@@ -57,7 +67,7 @@ class AgentGymGemEnv(_gem_env_base()):  # type: ignore[misc]
         return str(admissible[int(rng.integers(len(admissible)))])
 
     def spawn(self, same_state: bool = False, **kwargs: Any) -> AgentGymGemEnv:
-        child = AgentGymGemEnv(self.env_id)
+        child = AgentGymGemEnv(self.env_id, **{**self.env_kwargs, **kwargs})
         if same_state and self.session.info:
             child.session.reset(None, {"task_id": self.session.info.get("task_id")})
             core: Any = self.session.env.unwrapped
