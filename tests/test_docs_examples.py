@@ -28,7 +28,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 RUNS = ("python", "bash")
 
 _FENCE = re.compile(
-    r"(?:<!--\s*(?P<marker>file|not-run):\s*(?P<arg>[^>]*?)\s*-->\s*\n)?"
+    r"(?:<!--\s*(?P<marker>file|not-run):\s*(?P<arg>[^\n]*?)\s*-->\s*\n)?"
     r"^(?P<indent>[ \t]*)```(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
     flags=re.DOTALL | re.MULTILINE,
 )
@@ -100,13 +100,13 @@ for b in blocks:
 def test_the_block_parser_reads_markers_languages_and_indented_fences():
     text = (
         "intro\n<!-- file: m.py -->\n```python\nX = 1\n```\n\n"
-        "<!-- not-run: needs a GPU -->\n```bash\nnvidia-smi\n```\n"
+        "<!-- not-run: needs a GPU (vLLM >= 0.8) -->\n```bash\nnvidia-smi\n```\n"
         "- item:\n\n  ```python\n  print(X)\n  ```\n```toml\n[a]\n```\n"
     )
     got = blocks_of(text)
     assert [(b.lang, b.file, b.skip, b.body) for b in got] == [
         ("python", "m.py", None, "X = 1\n"),
-        ("bash", None, "needs a GPU", "nvidia-smi\n"),
+        ("bash", None, "needs a GPU (vLLM >= 0.8)", "nvidia-smi\n"),
         ("python", None, None, "print(X)\n"),
         ("toml", None, None, "[a]\n"),
     ]
