@@ -191,7 +191,11 @@ class WebEnv(AgentEnv):
         answer = None
         error: str | None
         if self._driver is not None:
+            # Both describe THIS action only: an action refused before it reaches the
+            # browser must not repeat what an earlier action reported (e.g. a reopened tab).
             self._driver.infra_error = False
+            if hasattr(self._driver, "notice"):
+                self._driver.notice = None
         if action.tool_calls:
             call = action.tool_calls[0]
             if call.name == "answer":

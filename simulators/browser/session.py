@@ -74,7 +74,7 @@ class BrowserSession:
 
     def open(self, path: str, *, fresh: bool = False) -> str | None:
         """Navigate to a path of the site (``fresh``: count a reset, maybe recycle the tab)."""
-        return self._run(self._open(path, fresh))
+        return self._run(self._open(path, fresh), navigates=True)
 
     def click(self, bid: str) -> str | None:
         return self._run(self._click(bid))
@@ -95,7 +95,7 @@ class BrowserSession:
         return self._run(self._scroll(direction))
 
     def goto(self, path: str) -> str | None:
-        return self._run(self._goto(path))
+        return self._run(self._goto(path), navigates=True)
 
     def back(self) -> str | None:
         return self._run(self._back())
@@ -154,13 +154,17 @@ class BrowserSession:
 
     # -- machinery -------------------------------------------------------------------------
 
-    def _run(self, coro: Any) -> str | None:
-        """Run one action + observation; turn every failure into an error message."""
+    def _run(self, coro: Any, *, navigates: bool = False) -> str | None:
+        """Run one action + observation; turn every failure into an error message.
+
+        ``navigates``: the action loads an address itself (open, goto), so a tab opened for
+        it needs no reload of the current address first.
+        """
         self.notice = None
         self.infra_error = False
         try:
             return self.runtime.call(
-                self._guarded(coro), self.action_timeout + self.navigation_timeout
+                self._guarded(coro, navigates), self.action_timeout + self.navigation_timeout
             )
         except Exception as exc:  # timeouts, crashes, a dead browser
             coro.close() if hasattr(coro, "close") else None
@@ -169,13 +173,19 @@ class BrowserSession:
             recovered = self._recover()
             return f"{message}; {recovered}"
 
-    async def _guarded(self, coro: Any) -> str | None:
+    async def _guarded(self, coro: Any, navigates: bool = False) -> str | None:
+        # A tab is "lost" only when the slot had one that crashed, was closed or belongs to
+        # a browser that restarted. The first tab of a slot is not a loss: nothing is
+        # reported then, and an action that navigates anyway does not load the page twice.
+        lost = self.slot.crashed or self.slot.page is not None
         fresh_tab = await self.runtime.ensure_page(self.slot)
-        if fresh_tab and self.slot.url:
+        if fresh_tab and lost and self.slot.url:
             await self._reopen()
             self.notice = (
                 "the browser tab had to be reopened (crash or restart); unsaved page state was lost"
             )
+        elif fresh_tab and self.slot.url and not navigates:
+            await self._reopen()
         assert self.slot.lock is not None
         async with self.slot.lock:
             return await coro
