@@ -26,6 +26,15 @@ Failure
     envs comes back truncated with ``info["env_error"]`` set and those envs must be reset,
     which is what a rollout loop does anyway. The run goes on.
 
+Replacement
+    An actor that died *for good* (``max_restarts`` used up, ``ray.kill(..., no_restart=True)``,
+    its creation raised, its node gone) is replaced by a new actor built from the same
+    factories, and a warning says so. Replacements of one actor are spaced out with
+    exponential backoff (``replace_backoff_s``, doubling up to ``max_replace_backoff_s``;
+    back to the start once the new actor answers), so a factory that crashes at start-up
+    does not spin. ``reset`` waits out a backoff window (within ``start_timeout_s``);
+    ``step`` and ``call`` fail fast for that actor's envs meanwhile.
+
 Start-up
     :func:`ensure_ray` reuses a Ray already initialised in this process, else connects to
     ``address`` / ``$RAY_ADDRESS``, else starts a local Ray.
@@ -169,6 +178,10 @@ class RayEnvPool:
         start_timeout_s: Deadline of actor start-up and of ``reset`` (which may wait for a
             restarted actor to come up: a new process importing the env's libraries).
         max_restarts: How often Ray may restart a dead actor (-1: always).
+        replace_dead: Replace actors that died for good (Ray will not restart them).
+        replace_backoff_s: Wait before the second replacement of the same actor; doubles
+            with each further one.
+        max_replace_backoff_s: Longest wait between two replacements of one actor.
         address: Ray address to join when Ray is not running yet (see :func:`ensure_ray`).
         ray_init: Keyword arguments for a local ``ray.init`` (e.g. ``{"num_cpus": 2}``).
         actor_options: Extra ``.options(...)`` for the actors (``scheduling_strategy``,
@@ -187,6 +200,9 @@ class RayEnvPool:
         timeout_s: float = 120.0,
         start_timeout_s: float = 300.0,
         max_restarts: int = -1,
+        replace_dead: bool = True,
+        replace_backoff_s: float = 1.0,
+        max_replace_backoff_s: float = 60.0,
         address: str | None = None,
         ray_init: Mapping[str, Any] | None = None,
         actor_options: Mapping[str, Any] | None = None,
@@ -216,10 +232,18 @@ class RayEnvPool:
             options["max_concurrency"] = max_concurrency or max(envs_per_actor, 1)
         options.update(actor_options or {})
         remote_cls = ray.remote(host_cls).options(**options)
+        self._remote_cls = remote_cls
         self._groups = [
             list(env_fns[i : i + envs_per_actor]) for i in range(0, self.num_envs, envs_per_actor)
         ]
         self.actors = [remote_cls.remote(group) for group in self._groups]
+        self.replace_dead = bool(replace_dead)
+        self.replace_backoff_s = float(replace_backoff_s)
+        self.max_replace_backoff_s = float(max(max_replace_backoff_s, replace_backoff_s))
+        #: Replacements of each actor so far (all time), for diagnostics.
+        self.replacements = [0] * len(self.actors)
+        self._streak = [0] * len(self.actors)  # replacements since the actor last answered
+        self._not_before = [0.0] * len(self.actors)  # monotonic time of the next allowed one
         self._closed = False
         started = self._gather([a.pid.remote() for a in self.actors], self.start_timeout_s)
         failed = [(i, v) for i, (status, v) in enumerate(started) if status != "ok"]
@@ -286,6 +310,71 @@ class RayEnvPool:
             logger.warning("agentgym: env actor %d timed out; restarting it", a)
             self._ray.kill(self.actors[a], no_restart=False)
 
+    def _after_call(self, indices: Sequence[int], results: Sequence[tuple[str, Any]]) -> set[int]:
+        """Restart hung actors, replace dead ones; returns the actors still dead (backoff)."""
+        self._restart_hung(indices, results)
+        lost: set[int] = set()
+        for i, (status, value) in zip(indices, results):
+            a = i // self.envs_per_actor
+            if status == "ok":
+                self._streak[a] = 0
+            elif _actor_lost(status, value) and status != "timeout":
+                lost.add(a)
+        waiting = set()
+        for a in sorted(lost):
+            if self._actor_dead_for_good(a) and not self._replace(a):
+                waiting.add(a)
+        return waiting
+
+    def _actor_dead_for_good(self, a: int) -> bool:
+        """Ray's actor table says DEAD: it will not restart this actor."""
+        actor_id = self.actors[a]._actor_id.hex()
+        try:
+            from ray._private import state
+        except ImportError as exc:  # the table is a Ray internal: if it moves, say so, go on
+            logger.warning("agentgym: cannot read Ray's actor table (%s); no replacement", exc)
+            return False
+        # A call just failed on this actor: "ALIVE" is news that has not reached the table
+        # yet (the process is gone), so look again for a moment.
+        for _ in range(40):
+            try:
+                info = state.actors(actor_id=actor_id) or {}
+            except Exception as exc:
+                logger.warning("agentgym: cannot read Ray's actor table (%s)", exc)
+                return False
+            if info.get("State") != "ALIVE":
+                return info.get("State") == "DEAD"
+            time.sleep(0.05)
+        return False
+
+    def _replace(self, a: int) -> bool:
+        """Replace dead actor ``a`` unless inside its backoff window; True if replaced."""
+        if not self.replace_dead or self._closed:
+            return False
+        now = time.monotonic()
+        if now < self._not_before[a]:
+            return False
+        with contextlib.suppress(Exception):  # make sure Ray never brings the old one back
+            self._ray.kill(self.actors[a], no_restart=True)
+        self.actors[a] = self._remote_cls.remote(self._groups[a])
+        self.replacements[a] += 1
+        self._streak[a] += 1
+        wait = min(self.replace_backoff_s * 2 ** (self._streak[a] - 1), self.max_replace_backoff_s)
+        self._not_before[a] = now + wait
+        first = a * self.envs_per_actor
+        last = min(first + self.envs_per_actor, self.num_envs) - 1
+        logger.warning(
+            "agentgym: env actor %d (envs %d-%d) died for good; replaced it with a new actor "
+            "(replacement %d in a row; the next replacement of this actor waits %.1f s). "
+            "Its envs must be reset.",
+            a,
+            first,
+            last,
+            self._streak[a],
+            wait,
+        )
+        return True
+
     # ---- the pool API -----------------------------------------------------------------------
 
     def reset(
@@ -322,11 +411,16 @@ class RayEnvPool:
                 actor, slot = self._where(i)
                 refs.append(actor.reset.remote(slot, *args[i]))
             results = self._gather(refs, self.start_timeout_s)
-            self._restart_hung(todo, results)
+            waiting = self._after_call(todo, results)
             again, restarting = [], False
             for i, (status, value) in zip(todo, results):
+                a = i // self.envs_per_actor
                 if status == "ok":
                     done[i] = value
+                elif a in waiting and self._not_before[a] < deadline:
+                    # dead for good, its replacement is due after a backoff: wait for it
+                    again.append(i)
+                    restarting = True
                 elif _actor_restarting(status, value) and time.monotonic() < deadline:
                     # Ray is still bringing the actor back (slow on a loaded machine): wait
                     # for it, up to start_timeout_s, without spending a retry
@@ -343,7 +437,8 @@ class RayEnvPool:
                 break
             if not restarting:
                 attempt += 1
-            time.sleep(pause)
+            due = [self._not_before[a] for a in waiting]
+            time.sleep(max(pause, min(due) - time.monotonic()) if due else pause)
             pause = min(2 * pause, 2.0)
             todo = again
         return [done[i] for i in idx]
@@ -361,7 +456,7 @@ class RayEnvPool:
             actor, slot = self._where(i)
             refs.append(actor.step.remote(slot, actions[i]))
         results = self._gather(refs)
-        self._restart_hung(idx, results)
+        self._after_call(idx, results)
         out: dict[int, StepResult] = {}
         for i, (status, value) in zip(idx, results):
             if status == "ok":
@@ -381,7 +476,7 @@ class RayEnvPool:
             actor, slot = self._where(i)
             refs.append(actor.call.remote(slot, name, args, kwargs))
         results = self._gather(refs)
-        self._restart_hung(idx, results)
+        self._after_call(idx, results)
         out = []
         for i, (status, value) in zip(idx, results):
             if status != "ok":
