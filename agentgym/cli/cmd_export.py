@@ -2,12 +2,14 @@
 
 ``jsonl`` writes one line per episode: ``{"messages": [...OpenAI-style chat...], "tools":
 [...], "episode_id", "env_id", "task_id", "seed", "return", "success", "length", ...}``,
-ready for SFT trainers. Filters pick, e.g., only successful episodes.
+ready for SFT trainers. Filters pick, e.g., only successful episodes. From a damaged file
+the readable episodes are exported and what was skipped or repaired goes to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -32,15 +34,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agentgym.trajectory import export_jsonl
+    from agentgym.trajectory.reader import Problem, describe_problems
 
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".jsonl")
-    n = export_jsonl(
-        args.file,
-        out,
-        images=args.images,
-        success=True if args.success_only else None,
-        min_return=args.min_return,
-        task_id=args.task,
-    )
+    problems: list[Problem] = []
+    try:
+        n = export_jsonl(
+            args.file,
+            out,
+            images=args.images,
+            problems=problems,
+            success=True if args.success_only else None,
+            min_return=args.min_return,
+            task_id=args.task,
+        )
+    except OSError as exc:  # a directory, no permission, a full disk...
+        print(
+            f"agentgym export: error: cannot read {args.file} or write {out}: {exc}",
+            file=sys.stderr,
+        )
+        return 2
+    if problems:
+        print(describe_problems(problems), file=sys.stderr)
     print(f"wrote {n} episodes to {out}")
     return 0

@@ -1,13 +1,15 @@
 """``agentgym replay FILE``: re-run recorded episodes and report the first divergence of each.
 
 Exit status 0 when every episode replays identically, 1 on any divergence or env error,
-2 when the file cannot be read at all.
+2 when the file cannot be read at all. Damage the reader skipped or repaired is listed as
+"file problem" lines.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -36,12 +38,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from agentgym.trajectory import replay
 
-    report = replay(
-        args.file,
-        episode_ids=args.episodes,
-        max_episodes=args.max_episodes,
-        reward_tol=args.reward_tol,
-    )
+    try:
+        report = replay(
+            args.file,
+            episode_ids=args.episodes,
+            max_episodes=args.max_episodes,
+            reward_tol=args.reward_tol,
+        )
+    except OSError as exc:  # a directory, no permission...
+        print(f"agentgym replay: error: cannot read {args.file}: {exc}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym.trajectory.images import StoredImage
-from agentgym.trajectory.reader import Episode, TrajectoryReader
+from agentgym.trajectory.reader import Episode, Problem, TrajectoryReader
 
 
 def _observation_content(frame: dict[str, Any], mode: str) -> Any:
@@ -84,7 +84,7 @@ def _summary(ep: Episode) -> dict[str, Any]:
         "length": ep.length,
         "complete": ep.complete,
         "termination": (ep.end or {}).get("termination", "incomplete"),
-        "tools_json": json.dumps(start.get("tools", []) or []),
+        "tools_json": json.dumps(_jsonable(start.get("tools", []) or [])),
     }
 
 
@@ -119,23 +119,47 @@ def iter_rows(
             yield row
 
 
+def _jsonable(value: Any) -> Any:
+    """``value`` with what JSON cannot hold made plain: map keys as strings, bytes as base64
+    text, other objects (numpy arrays, unknown msgpack extensions) as lists or their repr.
+
+    Recorded messages and tools are free-form, and a damaged or foreign file may put anything
+    there; one odd value must not stop an export.
+    """
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if hasattr(value, "tolist"):
+        return _jsonable(value.tolist())
+    return repr(value)
+
+
 def export_jsonl(
     path: str | os.PathLike[str],
     out: str | os.PathLike[str],
     *,
     images: str = "data_url",
+    problems: list[Problem] | None = None,
     **filters: Any,
 ) -> int:
     """Write one JSON line per episode: ``{"messages": [...], "tools": [...], ...summary}``.
 
-    Returns the number of episodes written. ``filters`` as in :func:`iter_rows`.
+    Returns the number of episodes written. ``filters`` as in :func:`iter_rows`;
+    ``problems``, if given, receives what the read skipped or repaired.
     """
     count = 0
     with TrajectoryReader(path) as reader, Path(out).open("w", encoding="utf-8") as f:
         for ep in reader.episodes(**filters):
             row = _summary(ep)
             row["tools"] = json.loads(row.pop("tools_json"))
-            row["messages"] = episode_messages(ep, images=images)
+            row["messages"] = _jsonable(episode_messages(ep, images=images))
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
             count += 1
+        if problems is not None:
+            problems.extend(reader.problems)
     return count

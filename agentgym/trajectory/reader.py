@@ -9,7 +9,10 @@ Damage never makes it crash or hang:
 * a frame that runs past the end of the file (a crash mid-write, or a file still being
   written by another process) ends the read and is recorded as ``"incomplete_tail"``;
 * a length beyond :data:`~agentgym.trajectory.format.MAX_FRAME_BYTES` or beyond the file's
-  size is never allocated.
+  size is never allocated;
+* an intact frame with fields of the wrong type (``reward: None``) is repaired or skipped by
+  :func:`~agentgym.trajectory.schema.check_frame` and recorded as a :class:`Problem`, so
+  everything downstream can trust the field types.
 
 Example:
     >>> import agentgym.trajectory as trj
@@ -29,6 +32,7 @@ from typing import Any
 
 from agentgym.trajectory import format as fmt
 from agentgym.trajectory.images import StoredImage
+from agentgym.trajectory.schema import check_frame
 
 _RESYNC_CHUNK = 1 << 20
 
@@ -41,7 +45,9 @@ class Problem:
     kind: str
     """``"corrupt_frame"`` (bad CRC, skipped), ``"undecodable"`` (CRC ok, msgpack not),
     ``"incomplete_tail"`` (a frame cut short at the end), ``"orphan_frame"`` (a step or end
-    whose ``episode_start`` is missing), ``"missing_header"``."""
+    whose ``episode_start`` is missing), ``"missing_header"``, ``"invalid_frame"`` (intact
+    but unusable field types, e.g. no string ``episode_id``: skipped) and ``"invalid_field"``
+    (fields of the wrong type removed, the rest of the frame kept; see :mod:`.schema`)."""
     detail: str
     skipped_bytes: int = 0
 
@@ -264,6 +270,13 @@ class TrajectoryReader:
             if not isinstance(frame, dict):
                 self._problem(frame_pos, "undecodable", "payload is not a map")
                 continue
+            checked, issues = check_frame(frame)
+            if issues:
+                kind = "invalid_frame" if checked is None else "invalid_field"
+                self._problem(frame_pos, kind, "; ".join(issues)[:500])
+            if checked is None:
+                continue
+            frame = checked
             count += 1
             yield frame_pos, frame
 
@@ -399,6 +412,17 @@ class TrajectoryReader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def describe_problems(problems: list[Problem], limit: int = 10) -> str:
+    """A short report of what a read skipped or repaired ('' when nothing), for CLI output."""
+    if not problems:
+        return ""
+    lines = [f"{len(problems)} problem(s) in the file; the rest was read:"]
+    lines += [f"  {p}" for p in problems[:limit]]
+    if len(problems) > limit:
+        lines.append(f"  ... and {len(problems) - limit} more")
+    return "\n".join(lines)
 
 
 def open(path: str | os.PathLike[str]) -> TrajectoryReader:

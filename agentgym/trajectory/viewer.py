@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym.trajectory.images import StoredImage
-from agentgym.trajectory.reader import Episode, TrajectoryReader
+from agentgym.trajectory.reader import Episode, Problem, TrajectoryReader
 
 _CSS = """
 *{box-sizing:border-box}body{margin:0;font:14px/1.4 system-ui,sans-serif;color:#1d2330;
@@ -267,7 +267,7 @@ def _episode_html(ep: Episode, dom_id: str) -> str:
         parts.append(_pre(obs.get("text", "")))
         if start.get("tools"):
             names = ", ".join(
-                str((t.get("function") or {}).get("name", "?"))
+                str(fn.get("name", "?") if isinstance(fn := t.get("function"), dict) else "?")
                 for t in start["tools"]
                 if isinstance(t, dict)
             )
@@ -304,8 +304,16 @@ def _episode_html(ep: Episode, dom_id: str) -> str:
     return "".join(parts)
 
 
-def iter_html(path: str | os.PathLike[str], *, max_episodes: int | None = None) -> Iterator[str]:
-    """The page in pieces, streaming episode by episode (memory: one episode at a time)."""
+def iter_html(
+    path: str | os.PathLike[str],
+    *,
+    max_episodes: int | None = None,
+    problems: list[Problem] | None = None,
+) -> Iterator[str]:
+    """The page in pieces, streaming episode by episode (memory: one episode at a time).
+
+    ``problems``, if given, receives what the read skipped or repaired (also shown on the page).
+    """
     with TrajectoryReader(path) as reader:
         header = reader.header
         nav: list[str] = []
@@ -337,7 +345,9 @@ def iter_html(path: str | os.PathLike[str], *, max_episodes: int | None = None) 
                 f"{_e(ep.env_id)}</small></a>"
             )
             yield _episode_html(ep, dom_id)
-        problems = "".join(f"<div class='problems'>{_e(p)}</div>" for p in reader.problems)
+        if problems is not None:
+            problems.extend(reader.problems)
+        problem_html = "".join(f"<div class='problems'>{_e(p)}</div>" for p in reader.problems)
         meta = (
             f"agentgym {_e(header.get('agentgym_version', '?'))} &middot; schema "
             f"{_e('.'.join(map(str, reader.schema)))}<br>created "
@@ -345,7 +355,7 @@ def iter_html(path: str | os.PathLike[str], *, max_episodes: int | None = None) 
         )
         yield (
             f"</main><nav><h1>{_e(Path(path).name)}</h1><div class='meta'>{meta}</div>"
-            f"{problems}{_NAV_TOOLS}<div id='eplist'>{''.join(nav)}</div></nav>"
+            f"{problem_html}{_NAV_TOOLS}<div id='eplist'>{''.join(nav)}</div></nav>"
             f"<script>{_JS}</script></body></html>"
         )
 
@@ -355,11 +365,15 @@ def render_html(
     out: str | os.PathLike[str] | None = None,
     *,
     max_episodes: int | None = None,
+    problems: list[Problem] | None = None,
 ) -> str | None:
-    """Write the viewer page for ``path`` to ``out`` (or return it as a string if None)."""
+    """Write the viewer page for ``path`` to ``out`` (or return it as a string if None).
+
+    ``problems``, if given, receives what the read skipped or repaired.
+    """
     if out is None:
-        return "".join(iter_html(path, max_episodes=max_episodes))
+        return "".join(iter_html(path, max_episodes=max_episodes, problems=problems))
     with Path(out).open("w", encoding="utf-8") as f:
-        for piece in iter_html(path, max_episodes=max_episodes):
+        for piece in iter_html(path, max_episodes=max_episodes, problems=problems):
             f.write(piece)
     return None

@@ -4,17 +4,26 @@ Each frame goes to the OS in ONE unbuffered ``write`` call (then an optional ``f
 a process killed at any moment leaves every earlier frame intact and at most one torn frame
 at the end. Reopening a file for append finds the last good frame boundary and truncates
 the torn tail before writing.
+
+Many writers, one file (processes or threads): open every writer with ``mode="a"``. The file
+is opened ``O_APPEND`` and every frame is written while holding an exclusive ``flock`` on it,
+so frames of different writers never overlap or overwrite each other; each lands whole at the
+end of the file. The preamble and header are written once, by whichever writer creates the
+file, and the torn-tail repair runs under the same lock, so it can never cut a frame another
+writer is in the middle of. ``mode="w"`` truncates the file and is for one writer only.
+``flock`` works on local filesystems; on network filesystems give each writer its own file.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import fcntl
 import logging
 import os
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +87,9 @@ class TrajectoryWriter:
 
     Args:
         path: The ``.agtr`` file.
-        mode: ``"w"`` creates or overwrites; ``"a"`` appends (creating the file if needed),
-            truncating a torn tail left by a crash first.
+        mode: ``"w"`` creates or overwrites (one writer); ``"a"`` appends (creating the file
+            if needed), truncating a torn tail left by a crash first; any number of ``"a"``
+            writers, in any processes, may share one file (see the module docstring).
         fsync: ``os.fsync`` after every frame (survives power loss, costs ~ms per frame);
             without it each frame is still handed to the OS at once (survives a process kill).
         env_id: Stored in the header of a new file.
@@ -104,24 +114,42 @@ class TrajectoryWriter:
         self.frames_written = 0
         self.bytes_written = 0
         self._closed = False
-        existing = mode == "a" and self.path.exists() and self.path.stat().st_size > 0
-        if existing:
-            good_end, _ = scan_good_end(self.path)
-            size = self.path.stat().st_size
-            self._fd = os.open(self.path, os.O_WRONLY)
-            if good_end < size:
-                self.truncated_bytes = size - good_end
-                logger.warning(
-                    "%s: truncating %d bytes of torn/damaged tail before appending",
-                    self.path,
-                    self.truncated_bytes,
-                )
-                os.ftruncate(self._fd, good_end)
-            os.lseek(self._fd, good_end, os.SEEK_SET)
-        else:
+        self._shared = mode == "a"
+        if not self._shared:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             self._write_all(fmt.preamble_bytes())
             self.write(make_header(env_id, header_extra))
+            return
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            with self._file_lock():
+                size = os.fstat(self._fd).st_size
+                if size == 0:  # this writer creates the file
+                    self._write_all(fmt.preamble_bytes())
+                    self._write_all(fmt.frame_bytes(fmt.pack(make_header(env_id, header_extra))))
+                    self.frames_written += 1
+                    return
+                good_end, _ = scan_good_end(self.path)
+                if good_end < size:
+                    self.truncated_bytes = size - good_end
+                    logger.warning(
+                        "%s: truncating %d bytes of torn/damaged tail before appending",
+                        self.path,
+                        self.truncated_bytes,
+                    )
+                    os.ftruncate(self._fd, good_end)
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    @contextlib.contextmanager
+    def _file_lock(self) -> Iterator[None]:
+        """Hold the exclusive ``flock`` shared by every append-mode writer of this file."""
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def _write_all(self, data: bytes) -> None:
         n = os.write(self._fd, data)
@@ -136,7 +164,11 @@ class TrajectoryWriter:
         with self._lock:
             if self._closed:
                 raise fmt.TrajectoryFormatError(f"{self.path}: write() after close().")
-            self._write_all(data)
+            if self._shared:
+                with self._file_lock():
+                    self._write_all(data)
+            else:
+                self._write_all(data)
             if self.fsync:
                 os.fsync(self._fd)
             self.frames_written += 1

@@ -88,3 +88,38 @@ def record_sokoban(path: Path, episodes: int = 3, env_id: str = "agentgym/Sokoba
             **rec.play_callbacks(env_id),
         )
     return path
+
+
+def record_pixels(path: Path, env_id: str = PIXEL_ID, seeds: Sequence[int] = (0, 1)) -> Path:
+    """A small real recording of the pixel env (screenshots on every observation)."""
+    import gymnasium as gym
+    from agentgym.wrappers import Record
+
+    with Recorder(path) as rec:
+        env = Record(gym.make(env_id), rec)
+        for seed in seeds:
+            env.reset(seed=seed)
+            for _ in range(3):
+                *_, terminated, truncated, _ = env.step(env.unwrapped.oracle_action())
+                if terminated or truncated:
+                    break
+        env.close()
+    return path
+
+
+def raw_frames(path: Path) -> list[dict[str, Any]]:
+    """Every decoded frame of a file, header included, exactly as stored (images as maps)."""
+    from agentgym.trajectory import TrajectoryReader
+
+    with TrajectoryReader(path) as reader:
+        return [frame for _, frame in reader.frames_with_offsets()]
+
+
+def write_frames(path: Path, frames: Sequence[Mapping[str, Any]]) -> Path:
+    """Write ``frames`` as a file whose every frame has valid checksums (whatever it holds)."""
+    from agentgym.trajectory import format as fmt
+
+    parts = [fmt.preamble_bytes()]
+    parts += [fmt.frame_bytes(fmt.pack(dict(frame))) for frame in frames]
+    path.write_bytes(b"".join(parts))
+    return path
