@@ -8,18 +8,20 @@ transformers LLM, an OpenAI-compatible HTTP client) in sibling modules.
 from typing import Any
 
 from agentgym.agents.base import Generation, Policy, PolicyInput
-from agentgym.agents.scripted import OraclePolicy, RandomPolicy, make_policy
+from agentgym.agents.scripted import NoisyPolicy, OraclePolicy, RandomPolicy, make_policy
 
 __all__ = [
     "Generation",
     "HFPolicy",
     "HTTPPolicy",
+    "NoisyPolicy",
     "OraclePolicy",
     "Policy",
     "PolicyInput",
     "RandomPolicy",
     "TransformerConfig",
     "TransformerPolicy",
+    "load_policy",
     "make_policy",
 ]
 
@@ -28,6 +30,7 @@ _LAZY = {
     "TransformerConfig": "agentgym.agents.transformer",
     "HFPolicy": "agentgym.agents.hf",
     "HTTPPolicy": "agentgym.agents.http",
+    "load_policy": "agentgym.agents.load",
 }
 
 

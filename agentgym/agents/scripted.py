@@ -47,6 +47,32 @@ class OraclePolicy:
         return out
 
 
+class NoisyPolicy:
+    """With probability ``epsilon`` a random admissible action, else the base policy's.
+
+    Wrapped around the oracle it records *imperfect* demonstrations (``agentgym demos``):
+    a clone of a perfect demonstrator never sees a mistake or a recovery from one. The
+    random choice comes from its own generator, so a seed fixes which steps are noisy.
+    """
+
+    def __init__(self, base: Policy, epsilon: float, seed: int = 0):
+        if not 0.0 <= epsilon <= 1.0:
+            raise InvalidConfigError(f"epsilon must be in [0, 1], got {epsilon}.")
+        self.base = base
+        self.epsilon = float(epsilon)
+        self.rng = np.random.default_rng(seed)
+        self.random = RandomPolicy(seed + 1)
+
+    def act(self, inputs: Sequence[PolicyInput]) -> list[Generation]:
+        out = self.base.act(inputs)
+        noisy = [i for i in range(len(inputs)) if self.rng.random() < self.epsilon]
+        if noisy:
+            for i, gen in zip(noisy, self.random.act([inputs[i] for i in noisy])):
+                gen.meta["noise"] = True
+                out[i] = gen
+        return out
+
+
 POLICIES = {"random": RandomPolicy, "oracle": OraclePolicy}
 
 

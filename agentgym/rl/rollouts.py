@@ -145,8 +145,15 @@ def run_chains(
     history_turns: int | None = 1,
     keep_snapshots: bool = False,
     stats: dict[str, float] | None = None,
+    on_chain_end: Callable[[Chain], None] | None = None,
 ) -> list[Chain]:
-    """Run every start to the end of its episode; see the module docstring."""
+    """Run every start to the end of its episode; see the module docstring.
+
+    Each :class:`PolicyInput` carries the unwrapped env when the pool holds its envs in
+    this process (thread and sync backends), so privileged scripted policies (the oracle,
+    noisy demonstrators) run through the same loop as learned ones. ``on_chain_end`` is
+    called with each finished chain (e.g. to advance a progress bar).
+    """
     stats = stats if stats is not None else {}
     pending = list(range(len(starts)))[::-1]
     free = list(range(pool.num_envs))[::-1]
@@ -182,7 +189,12 @@ def run_chains(
     while active:
         slots = sorted(active)
         inputs = [
-            PolicyInput(messages=chats[s].messages(history_turns), info=infos[s]) for s in slots
+            PolicyInput(
+                messages=chats[s].messages(history_turns),
+                info=infos[s],
+                env=pool.envs[s].unwrapped if pool.envs else None,
+            )
+            for s in slots
         ]
         gens = policy.act(inputs)
         stats["policy_calls"] = stats.get("policy_calls", 0) + 1
@@ -232,6 +244,10 @@ def run_chains(
                     assert chain is not None
                     chain.snapshots[-1] = snap
         for s in done_slots:
+            if on_chain_end is not None:
+                finished = chains[active[s]]
+                assert finished is not None
+                on_chain_end(finished)
             del active[s]
             free.append(s)
         while pending and free:
@@ -257,6 +273,7 @@ def group_rollouts(
     history_turns: int | None = 1,
     group_prefix: str = "",
     traj_counter: Callable[[], int] | None = None,
+    on_chain_end: Callable[[Chain], None] | None = None,
 ) -> RolloutBatch:
     """``group_size`` chains per task seed, all sharing that seed (GRPO / GiGPO)."""
     t0 = time.perf_counter()
@@ -273,6 +290,7 @@ def group_rollouts(
         next_traj_id=traj_counter or _Counter(),
         history_turns=history_turns,
         stats=stats,
+        on_chain_end=on_chain_end,
     )
     trajs = [
         Trajectory(

@@ -11,12 +11,27 @@ Command line: ``agentgym train --env agentgym/Sokoban-Tiny-v0 --algo gigpo --out
 Each iteration draws ``tasks_per_iter`` fresh task seeds (never repeated across iterations),
 collects rollouts with the algorithm's sampler, turns them into step rows with advantages,
 then runs ``ppo_epochs`` passes of minibatched PPO-clip updates (token-mean over generated
-tokens; the frozen initial policy is the KL reference). Written to ``out_dir``:
+tokens; the frozen initial policy is the KL reference).
+
+``algo="sft"`` instead clones demonstrations (``demos``: an ``.agtr`` file, see
+:mod:`agentgym.rl.demos`): each iteration is one epoch of minibatched token-mean NLL with
+the same token mask as RL. ``init`` starts any algorithm from a checkpoint (e.g. the SFT
+one), so the pipeline is demos -> ``sft`` -> ``gigpo --init``.
+
+The headline metric is held-out success: with ``eval_every=K`` the policy plays
+``eval_tasks`` episodes of the env's TEST split (disjoint from the train split) before
+training and every K iterations, greedy and sampled (:mod:`agentgym.rl.heldout`).
+
+Written to ``out_dir`` (which must not hold another run unless ``resume`` or ``overwrite``;
+see :mod:`agentgym.rl.rundir`):
 
 * ``metrics.csv`` — one row per iteration (stable column names, see :data:`METRIC_FIELDS`);
-* ``tb/`` — the same metrics as TensorBoard event files (``tensorboard --logdir runs``),
-  against env steps, when the ``tensorboard`` package is installed (``agentgym[train]``);
-* ``curve.png`` — success rate against env steps (matplotlib, if installed);
+  ``test_success`` / ``test_success_greedy`` are filled on rows after which an evaluation
+  ran;
+* ``eval.csv`` — every held-out evaluation, from the untrained policy at env step 0;
+* ``tb/`` — the same metrics as TensorBoard event files (``train/*`` and ``test/*``) against
+  env steps, when the ``tensorboard`` package is installed (``agentgym[train]``);
+* ``curve.png`` — training-rollout and held-out success against env steps;
 * ``checkpoint.pt`` — policy, optimiser, RNG and iteration; ``resume=True`` continues;
 * ``config.json`` — the full configuration.
 """
@@ -41,16 +56,30 @@ from tqdm.auto import tqdm
 from agentgym.agents.transformer import TransformerConfig, TransformerPolicy
 from agentgym.error import InvalidConfigError
 from agentgym.registry import get_record
+from agentgym.rl.curves import plot_curves
 from agentgym.rl.gigpo import GiGPOConfig, gigpo_rows
 from agentgym.rl.grpo import GRPOConfig, grpo_rows
+from agentgym.rl.heldout import heldout_eval
 from agentgym.rl.losses import PPOLossConfig, ppo_clip_loss
 from agentgym.rl.rollouts import RolloutBatch, StepRecord, group_rollouts, tree_rollouts
+from agentgym.rl.rundir import prepare_run_dir
 from agentgym.rl.tree_grpo import TreeGRPOConfig, tree_rows
 from agentgym.vector import EnvPool
 
 logger = logging.getLogger(__name__)
 
-ALGOS = ("gigpo", "grpo", "tree-grpo")
+RL_ALGOS = ("gigpo", "grpo", "tree-grpo")
+ALGOS = (*RL_ALGOS, "sft")
+
+__all__ = [
+    "ALGOS",
+    "METRIC_FIELDS",
+    "TrainConfig",
+    "TrainResult",
+    "Trainer",
+    "plot_curves",
+    "train",
+]
 
 METRIC_FIELDS = [
     "iteration",
@@ -68,8 +97,12 @@ METRIC_FIELDS = [
     "adv_ms",
     "rollout_s",
     "update_s",
-    "eval_success",
+    "demo_nll",
+    "test_success",
+    "test_success_greedy",
 ]
+
+EVAL_FIELDS = ["iteration", "env_steps", "test_success", "test_success_greedy", "test_episodes"]
 
 
 @dataclass
@@ -79,7 +112,7 @@ class TrainConfig:
     env_id: str = "agentgym/Sokoban-Tiny-v0"
     """Any registered single-agent env id."""
     algo: str = "gigpo"
-    """``gigpo``, ``grpo`` or ``tree-grpo``."""
+    """``gigpo``, ``grpo``, ``tree-grpo``, or ``sft`` (clone ``demos``)."""
     iterations: int = 20
     """Training iterations (each: rollouts then PPO updates)."""
     max_env_steps: int | None = None
@@ -115,13 +148,23 @@ class TrainConfig:
     gigpo: GiGPOConfig = field(default_factory=GiGPOConfig)
     tree: TreeGRPOConfig = field(default_factory=TreeGRPOConfig)
     eval_every: int = 0
-    """Evaluate on the test split every this many iterations (0: never)."""
+    """Evaluate on the test split before training and every this many iterations (0: never)."""
     eval_tasks: int = 32
+    """Held-out episodes per evaluation (each mode: greedy and sampled)."""
+    demos: str | None = None
+    """``sft``: the ``.agtr`` demonstrations to clone."""
+    demos_only_success: bool = False
+    """``sft``: clone only the demonstration episodes that succeeded."""
+    init: str | None = None
+    """Start from this checkpoint's policy (e.g. the SFT one); its model config wins."""
     out_dir: str | None = None
     """Where metrics, plot and checkpoint go (None: keep nothing on disk)."""
     checkpoint_every: int = 5
     resume: bool = False
-    """Continue from ``out_dir/checkpoint.pt`` if it exists."""
+    """Continue from ``out_dir/checkpoint.pt``; an error when there is none, or when the
+    folder was trained with another ``algo``."""
+    overwrite: bool = False
+    """Delete the run already in ``out_dir`` (else a folder holding one is refused)."""
     progress: bool = True
     record: bool = False
     """After training, play ``record_episodes`` episodes with the trained policy and record
@@ -141,6 +184,20 @@ class TrainConfig:
         ):
             if getattr(self, name) < 1:
                 raise InvalidConfigError(f"{name} must be >= 1, got {getattr(self, name)}.")
+        if self.eval_every < 0 or self.eval_tasks < 1:
+            raise InvalidConfigError(
+                f"eval_every must be >= 0 and eval_tasks >= 1, got {self.eval_every} and "
+                f"{self.eval_tasks}."
+            )
+        if self.algo == "sft" and not self.demos:
+            raise InvalidConfigError(
+                "algo 'sft' needs demos: a .agtr file of demonstrations, e.g. from "
+                "`agentgym demos ENV --episodes 64 --epsilon 0.2 --out demos.agtr`."
+            )
+        for name in ("demos", "init"):
+            value = getattr(self, name)
+            if value and not Path(value).exists():
+                raise InvalidConfigError(f"{name}: no such file {value!r}.")
         get_record(self.env_id)  # raises a typed error with suggestions for unknown ids
 
     @classmethod
@@ -171,21 +228,54 @@ class Trainer:
     def __init__(self, config: TrainConfig):
         config.validate()
         self.cfg = config
-        self.policy = TransformerPolicy(config.model, device=config.device, seed=config.seed)
+        self.out = Path(config.out_dir) if config.out_dir else None
+        resume_from = (
+            prepare_run_dir(
+                self.out, algo=config.algo, resume=config.resume, overwrite=config.overwrite
+            )
+            if self.out
+            else None
+        )
+        if config.init:
+            from agentgym.agents.load import load_checkpoint_state
+
+            state = load_checkpoint_state(config.init)
+            config.model = TransformerConfig(**state["config"])
+            self.policy = TransformerPolicy(config.model, device=config.device, seed=config.seed)
+            self.policy.load_state_dict(state)
+        else:
+            self.policy = TransformerPolicy(config.model, device=config.device, seed=config.seed)
         self.reference = self.policy.frozen_copy() if config.loss.kl_coef else None
         self.optim = torch.optim.AdamW(self.policy.model.parameters(), lr=config.lr)
         self.rng = np.random.default_rng(config.seed)
         self.iteration = 0
         self.env_steps = 0
         self.metrics: list[dict[str, Any]] = []
+        self.evals: list[dict[str, Any]] = []
+        self.resumed_from: int | None = None
+        """The iteration a resumed run continued from (None for a fresh run)."""
         self._traj = 0
-        self.out = Path(config.out_dir) if config.out_dir else None
         if self.out:
-            self.out.mkdir(parents=True, exist_ok=True)
-            if config.resume and (self.out / "checkpoint.pt").exists():
-                self.load(self.out / "checkpoint.pt")
+            if resume_from is not None:
+                self.load(resume_from)
+                self.resumed_from = self.iteration
             (self.out / "config.json").write_text(json.dumps(asdict(config), indent=2))
         self._tb = _tensorboard_writer(self.out / "tb") if self.out else None
+        self._demo_gens: list[Any] = []
+        self.pool: EnvPool | None = None
+        if config.algo == "sft":
+            from agentgym.rl.demos import demo_steps
+            from agentgym.rl.sft import demo_generations
+
+            assert config.demos is not None
+            steps = demo_steps(
+                config.demos,
+                history_turns=config.history_turns,
+                only_success=config.demos_only_success,
+            )
+            self._demo_gens = demo_generations(self.policy, steps)
+            self._demo_episodes = len({s.episode_id for s in steps})
+            return
         record = get_record(config.env_id)
         kwargs = dict(config.env_kwargs)
         self.pool = EnvPool(
@@ -210,6 +300,7 @@ class Trainer:
 
     def rollout(self, iteration: int) -> RolloutBatch:
         cfg = self.cfg
+        assert self.pool is not None, "sft runs have no env pool"
         seeds = self._seeds(iteration)
         if cfg.algo == "tree-grpo":
             return tree_rollouts(
@@ -295,8 +386,58 @@ class Trainer:
                 n_mb += 1
         return {k: v / max(1, n_mb) for k, v in sums.items()}
 
+    def sft_epoch(self) -> dict[str, Any]:
+        """One epoch of minibatched token-mean NLL over the demonstrations."""
+        from agentgym.rl.sft import demo_nll, nll_loss
+
+        cfg = self.cfg
+        gens = self._demo_gens
+        t0 = time.perf_counter()
+        order = self.rng.permutation(len(gens))
+        losses = []
+        for start in range(0, len(gens), cfg.minibatch_size):
+            loss = nll_loss(
+                self.policy, [gens[i] for i in order[start : start + cfg.minibatch_size]]
+            )
+            self.optim.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), cfg.max_grad_norm)
+            self.optim.step()
+            losses.append(float(loss.detach()))
+        update_s = time.perf_counter() - t0
+        return {
+            "iteration": self.iteration,
+            "env_steps": self.env_steps,
+            "episodes": self._demo_episodes,
+            "success": "",
+            "return_mean": "",
+            "turns_mean": "",
+            "loss": float(np.mean(losses)),
+            "pg_loss": "",
+            "kl": "",
+            "entropy": "",
+            "clip_frac": "",
+            "adv_abs_mean": "",
+            "adv_ms": "",
+            "rollout_s": 0.0,
+            "update_s": update_s,
+            "demo_nll": demo_nll(self.policy, gens),
+        }
+
     def step(self) -> dict[str, Any]:
         """Run one iteration and return its metrics row."""
+        row = self.sft_epoch() if self.cfg.algo == "sft" else self.rl_iteration()
+        self.iteration += 1
+        row["test_success"] = row["test_success_greedy"] = ""
+        if self.cfg.eval_every and self.iteration % self.cfg.eval_every == 0:
+            ev = self.evaluate_heldout()
+            row["test_success"] = ev["test_success"]
+            row["test_success_greedy"] = ev["test_success_greedy"]
+        self.metrics.append(row)
+        return row
+
+    def rl_iteration(self) -> dict[str, Any]:
+        """Rollouts, advantages and PPO updates of one RL iteration; its metrics row."""
         it = self.iteration
         t0 = time.perf_counter()
         batch = self.rollout(it)
@@ -324,32 +465,56 @@ class Trainer:
             "adv_ms": adv_ms,
             "rollout_s": rollout_s,
             "update_s": update_s,
-            "eval_success": "",
+            "demo_nll": "",
         }
-        if self.cfg.eval_every and (it + 1) % self.cfg.eval_every == 0:
-            row["eval_success"] = self.evaluate(self.cfg.eval_tasks)
-        self.iteration += 1
-        self.metrics.append(row)
         return row
 
     # ---- evaluation, logging, persistence --------------------------------------------------
 
-    def evaluate(self, tasks: int, split: str = "test") -> float:
-        """Success rate on ``tasks`` test-split tasks, one sampled episode each."""
-        record = get_record(self.cfg.env_id)
-        kwargs = {**self.cfg.env_kwargs, "split": split}
-        n = min(tasks, self.cfg.num_envs)
-        factory = functools.partial(gym.make, record.id, **kwargs)
-        with EnvPool([factory] * n, backend=self.cfg.backend) as pool:
-            pool.reset(seeds=[0] * n)
-            batch = group_rollouts(
-                pool,
-                self.policy,
-                [10_000 + k for k in range(tasks)],
-                group_size=1,
-                history_turns=self.cfg.history_turns,
-            )
-        return batch.success_rate()
+    def evaluate(self, tasks: int, split: str = "test", greedy: bool = False) -> float:
+        """Success rate on ``tasks`` episodes of ``split`` (sampled, or greedy)."""
+        res = heldout_eval(
+            self.cfg.env_id,
+            self.policy,
+            episodes=tasks,
+            split=split,
+            greedy=greedy,
+            env_kwargs=self.cfg.env_kwargs,
+            history_turns=self.cfg.history_turns,
+            num_envs=min(tasks, self.cfg.num_envs),
+            backend=self.cfg.backend,
+        )
+        return res.success
+
+    def evaluate_heldout(self) -> dict[str, Any]:
+        """Greedy and sampled test-split success now; appended to :attr:`evals` and logged."""
+        # the sampled evaluation draws from its own generator state, so evaluating does not
+        # change the training run's sampling (a run with and without eval trains the same)
+        gen_state = self.policy.generator.get_state()
+        self.policy.generator.manual_seed(10_007 + self.iteration)
+        try:
+            sampled = self.evaluate(self.cfg.eval_tasks)
+            greedy = self.evaluate(self.cfg.eval_tasks, greedy=True)
+        finally:
+            self.policy.generator.set_state(gen_state)
+        ev = {
+            "iteration": self.iteration,
+            "env_steps": self.env_steps,
+            "test_success": sampled,
+            "test_success_greedy": greedy,
+            "test_episodes": self.cfg.eval_tasks,
+        }
+        self.evals.append(ev)
+        if self._tb is not None:
+            self._tb.add_scalar("test/success", sampled, global_step=self.env_steps)
+            self._tb.add_scalar("test/success_greedy", greedy, global_step=self.env_steps)
+        logger.info(
+            "held-out test success at iteration %d: sampled %.3f, greedy %.3f",
+            self.iteration,
+            sampled,
+            greedy,
+        )
+        return ev
 
     def save(self, path: Path) -> None:
         torch.save(
@@ -362,7 +527,9 @@ class Trainer:
                 "rng": self.rng.bit_generator.state,
                 "torch_rng": self.policy.generator.get_state(),
                 "metrics": self.metrics,
+                "evals": self.evals,
                 "traj": self._traj,
+                "train_config": asdict(self.cfg),
             },
             path,
         )
@@ -378,19 +545,26 @@ class Trainer:
         self.rng.bit_generator.state = state["rng"]
         self.policy.generator.set_state(state["torch_rng"])
         self.metrics = list(state["metrics"])
+        self.evals = list(state.get("evals", []))
         self._traj = state["traj"]
         logger.info("resumed from %s at iteration %d", path, self.iteration)
 
     def _write_logs(self) -> None:
         assert self.out is not None
         with open(self.out / "metrics.csv", "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=METRIC_FIELDS)
+            writer = csv.DictWriter(f, fieldnames=METRIC_FIELDS, extrasaction="ignore")
             writer.writeheader()
             writer.writerows(self.metrics)
+        if self.evals:
+            with open(self.out / "eval.csv", "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=EVAL_FIELDS)
+                writer.writeheader()
+                writer.writerows(self.evals)
         plot_curves(
-            {self.cfg.algo: self.metrics},
+            {self.cfg.algo: self.metrics} if self.cfg.algo != "sft" else {},
             self.out / "curve.png",
             title=f"{self.cfg.env_id} ({self.cfg.algo})",
+            heldout={self.cfg.algo: self.evals} if self.evals else None,
         )
         if self._tb is not None and self.metrics:
             row = self.metrics[-1]
@@ -440,23 +614,35 @@ class Trainer:
             unit="it",
         )
         try:
+            if cfg.eval_every and not self.evals:
+                self.evaluate_heldout()  # the untrained (or --init) policy, at env step 0
             while self.iteration < cfg.iterations:
                 if cfg.max_env_steps is not None and self.env_steps >= cfg.max_env_steps:
                     break
                 row = self.step()
                 bar.update(1)
-                bar.set_postfix(success=f"{row['success']:.2f}", steps=row["env_steps"])
+                if cfg.algo == "sft":
+                    bar.set_postfix(nll=f"{row['demo_nll']:.3f}")
+                else:
+                    bar.set_postfix(success=f"{row['success']:.2f}", steps=row["env_steps"])
                 if self.out is not None:
                     self._write_logs()
                     if self.iteration % cfg.checkpoint_every == 0:
                         self.save(self.out / "checkpoint.pt")
+            if cfg.eval_every and self.evals[-1]["iteration"] != self.iteration:
+                ev = self.evaluate_heldout()  # the final policy, whatever the period
+                if self.metrics:
+                    self.metrics[-1]["test_success"] = ev["test_success"]
+                    self.metrics[-1]["test_success_greedy"] = ev["test_success_greedy"]
             if self.out is not None:
+                self._write_logs()
                 self.save(self.out / "checkpoint.pt")
                 if cfg.record:
                     self._record_episodes()
         finally:
             bar.close()
-            self.pool.close()
+            if self.pool is not None:
+                self.pool.close()
             if self._tb is not None:
                 self._tb.close()
         return TrainResult(self.metrics, self.policy, self.out)
@@ -481,55 +667,3 @@ def _fit(t: torch.Tensor, width: int) -> torch.Tensor:
 def train(config: TrainConfig) -> TrainResult:
     """Build a :class:`Trainer` and run it."""
     return Trainer(config).run()
-
-
-def plot_curves(
-    runs: dict[str, list[dict[str, Any]]],
-    path: str | Path,
-    *,
-    title: str = "",
-    x: str = "env_steps",
-    y: str = "success",
-    smooth: int = 3,
-) -> bool:
-    """Plot ``y`` against ``x`` for each named run (moving average of ``smooth``).
-
-    Several runs under one name (a list of lists, e.g. seeds) are drawn as mean with a
-    min-max band. Returns False (and warns) when matplotlib is missing.
-    """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        warnings.warn("matplotlib is not installed; no learning-curve plot.", stacklevel=2)
-        return False
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name, metrics in runs.items():
-        seeds = metrics if metrics and isinstance(metrics[0], list) else [metrics]
-        curves = []
-        for m in seeds:
-            xs = np.array([float(r[x]) for r in m])
-            ys = np.array([float(r[y]) for r in m])
-            if smooth > 1 and len(ys) >= smooth:
-                ys = np.convolve(ys, np.ones(smooth) / smooth, mode="valid")
-                xs = xs[smooth - 1 :]
-            curves.append((xs, ys))
-        if not curves or not len(curves[0][0]):
-            continue
-        n = min(len(c[1]) for c in curves)
-        xs = np.mean([c[0][:n] for c in curves], axis=0)
-        ys = np.array([c[1][:n] for c in curves])
-        line = ax.plot(xs, ys.mean(0), label=f"{name} (n={len(curves)})")[0]
-        if len(curves) > 1:
-            ax.fill_between(xs, ys.min(0), ys.max(0), alpha=0.2, color=line.get_color())
-    ax.set_xlabel(x.replace("_", " "))
-    ax.set_ylabel(y.replace("_", " "))
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True

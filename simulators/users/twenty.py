@@ -76,6 +76,9 @@ assert len(set(THINGS.values())) == len(THINGS), "attribute vectors must be dist
 
 NAMES = tuple(THINGS)
 
+#: The user's opening line, the same for every task (it must not reveal the secret).
+OPENING = "I'm thinking of something. Ask me yes-or-no questions!"
+
 
 class GuessingUser(ScriptedUser):
     """Answers yes/no questions about a secret thing, one attribute per question."""
@@ -180,12 +183,9 @@ class TwentyQuestionsDialogue(Dialogue):
         self.searched = False
         self.guess: str | None = None
         self.success = self.done = False
-        text = self.user.choose(
-            (
-                "I'm thinking of something. Ask me yes-or-no questions!",
-                "I've got something in mind. Go ahead, ask yes or no.",
-            )
-        )
+        # One wording for every task: a wording drawn per episode would come from the reset
+        # seed, and on a few training seeds it would tell the tasks (and secrets) apart.
+        text = OPENING
         instruction = (
             "The user is thinking of a thing. Ask yes/no questions (one per turn) "
             "and answer with its name."

@@ -1,0 +1,82 @@
+"""Build a policy from a CLI-style description: a name, a checkpoint or a model folder.
+
+One place that knows every kind, so ``agentgym eval``, ``agentgym demos`` and the trainer's
+``--init`` accept the same things:
+
+* ``random`` / ``oracle``: the scripted baseline and the env's privileged oracle;
+* ``noisy-oracle``: the oracle with probability ``epsilon`` of a random admissible action;
+* ``checkpoint``: the byte transformer from a ``checkpoint.pt`` written by ``agentgym train``
+  (also the SFT starting checkpoints);
+* ``hf``: a local transformers causal LM folder (``--model PATH``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agentgym.agents.base import Policy
+from agentgym.error import InvalidConfigError
+
+POLICY_KINDS = ("oracle", "random", "noisy-oracle", "checkpoint", "hf")
+
+
+def load_checkpoint_state(path: str | Path) -> dict[str, Any]:
+    """The policy state (``{"config", "model"}``) stored in a training checkpoint."""
+    import torch
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / "checkpoint.pt"
+    if not p.exists():
+        raise InvalidConfigError(
+            f"no checkpoint at {p}: expected a checkpoint.pt written by `agentgym train` "
+            "(or the run folder holding it)."
+        )
+    state = torch.load(p, map_location="cpu", weights_only=False)
+    if not isinstance(state, dict) or "policy" not in state:
+        raise InvalidConfigError(
+            f"{p} is not an agentgym training checkpoint (no 'policy' entry); "
+            f"found keys {sorted(state)[:8] if isinstance(state, dict) else type(state)}."
+        )
+    policy_state: dict[str, Any] = state["policy"]
+    return policy_state
+
+
+def load_policy(
+    kind: str,
+    *,
+    checkpoint: str | Path | None = None,
+    model: str | None = None,
+    epsilon: float = 0.2,
+    seed: int = 0,
+    device: str = "cpu",
+    temperature: float = 1.0,
+) -> Policy:
+    """A policy of ``kind`` (see :data:`POLICY_KINDS` and the module docstring)."""
+    from agentgym.agents.scripted import NoisyPolicy, OraclePolicy, RandomPolicy
+
+    if kind == "oracle":
+        return OraclePolicy()
+    if kind == "random":
+        return RandomPolicy(seed)
+    if kind == "noisy-oracle":
+        return NoisyPolicy(OraclePolicy(), epsilon, seed)
+    if kind == "checkpoint":
+        if checkpoint is None:
+            raise InvalidConfigError("--policy checkpoint needs --checkpoint PATH (checkpoint.pt).")
+        from agentgym.agents.transformer import TransformerPolicy
+
+        policy = TransformerPolicy.from_state_dict(load_checkpoint_state(checkpoint), device=device)
+        policy.generator.manual_seed(seed)
+        policy.config.temperature = temperature
+        return policy
+    if kind == "hf":
+        if model is None:
+            raise InvalidConfigError(
+                "--policy hf needs --model PATH (a local transformers folder)."
+            )
+        from agentgym.agents.hf import HFPolicy
+
+        return HFPolicy(model, device=device, temperature=temperature, seed=seed)
+    raise InvalidConfigError(f"unknown policy {kind!r}; choose from {list(POLICY_KINDS)}.")

@@ -1,0 +1,182 @@
+"""Held-out evaluation: success on the env's TEST split, greedy and sampled.
+
+Success on the training rollouts says little: a policy can memorise a handful of training
+tasks (always answer one secret, replay one level) and score well there. The headline
+metric is success on tasks it never trained on. Every agentgym env with seeded tasks has
+disjoint ``train`` and ``test`` splits (``gym.make(id, split="test")``); this module plays
+``tasks`` test-split episodes with a policy through the same rollout engine as training
+(:func:`agentgym.rl.rollouts.run_chains`, so a trained policy sees exactly the input it was
+trained on) and reports per-task results.
+
+Used by the trainer every ``eval_every`` iterations and by ``agentgym eval``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from tqdm.auto import tqdm
+
+from agentgym.agents.base import Policy
+from agentgym.error import InvalidConfigError
+from agentgym.registry import get_record
+from agentgym.rl.rollouts import Chain, group_rollouts
+from agentgym.vector import EnvPool
+
+#: Reset seeds of held-out episodes start here (any value works; fixed for reproducibility).
+EVAL_SEED_BASE = 0
+
+
+@dataclass
+class TaskOutcome:
+    """One held-out episode."""
+
+    task_id: str
+    seed: int
+    success: bool
+    total_reward: float
+    turns: int
+
+
+@dataclass
+class HeldoutResult:
+    """Per-episode outcomes of one held-out evaluation, and their summary."""
+
+    env_id: str
+    split: str
+    mode: str
+    """``greedy`` (temperature 0) or ``sampled``."""
+    outcomes: list[TaskOutcome] = field(default_factory=list)
+    env_steps: int = 0
+
+    @property
+    def success(self) -> float:
+        return float(np.mean([o.success for o in self.outcomes])) if self.outcomes else 0.0
+
+    @property
+    def return_mean(self) -> float:
+        return float(np.mean([o.total_reward for o in self.outcomes])) if self.outcomes else 0.0
+
+    @property
+    def stderr(self) -> float:
+        """Standard error of the success rate (binomial)."""
+        n = len(self.outcomes)
+        p = self.success
+        return float(np.sqrt(p * (1 - p) / n)) if n else 0.0
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Per-episode rows (``mode`` and ``split`` included) for a results file."""
+        return [{"mode": self.mode, "split": self.split, **asdict(o)} for o in self.outcomes]
+
+
+def check_splits_disjoint(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> None:
+    """Raise unless ``env_id`` has a test split whose task ids are disjoint from train's."""
+    env = gym.make(get_record(env_id).id, **dict(env_kwargs or {}))
+    try:
+        base: Any = env.unwrapped
+        if not hasattr(base, "task_ids"):
+            raise InvalidConfigError(f"{env_id} has no task_ids(); it cannot be held out.")
+        train, test = base.task_ids("train"), base.task_ids("test")
+        if not len(test):
+            raise InvalidConfigError(f"{env_id} has an empty test split.")
+        overlap = sorted(set(train) & set(test))
+        if overlap:
+            raise InvalidConfigError(
+                f"{env_id}: train and test splits share tasks, e.g. {overlap[:3]}."
+            )
+    finally:
+        env.close()
+
+
+@contextlib.contextmanager
+def temperature(policy: Policy, value: float | None) -> Iterator[None]:
+    """Temporarily set a policy's sampling temperature (``None``: leave it as is).
+
+    Knows the byte transformer (``policy.config.temperature``) and policies with a
+    ``temperature`` attribute (the HF and HTTP policies); others are left unchanged.
+    """
+    if value is None:
+        yield
+        return
+    holder: Any = None
+    cfg = getattr(policy, "config", None)
+    if cfg is not None and hasattr(cfg, "temperature"):
+        holder = cfg
+    elif hasattr(policy, "temperature"):
+        holder = policy
+    if holder is None:
+        yield
+        return
+    old = holder.temperature
+    holder.temperature = value
+    try:
+        yield
+    finally:
+        holder.temperature = old
+
+
+def heldout_eval(
+    env_id: str,
+    policy: Policy,
+    *,
+    episodes: int = 32,
+    split: str = "test",
+    greedy: bool = False,
+    env_kwargs: Mapping[str, Any] | None = None,
+    history_turns: int | None = 1,
+    num_envs: int = 32,
+    backend: str = "thread",
+    seed: int = EVAL_SEED_BASE,
+    progress: bool = False,
+) -> HeldoutResult:
+    """Play ``episodes`` episodes on ``split`` and return per-episode outcomes.
+
+    Episode ``k`` is reset with seed ``seed + k`` in an env made with ``split=split``, so
+    the same arguments give the same tasks. ``greedy`` sets the policy's temperature to 0
+    for the call (byte transformer, HF and HTTP policies).
+    """
+    if episodes < 1:
+        raise InvalidConfigError(f"episodes must be >= 1, got {episodes}.")
+    record = get_record(env_id)
+    kwargs = {**dict(env_kwargs or {}), "split": split}
+    n = max(1, min(num_envs, episodes))
+    factory = functools.partial(gym.make, record.id, **kwargs)
+    bar = tqdm(
+        total=episodes,
+        desc=f"eval {split} {'greedy' if greedy else 'sampled'}",
+        unit="ep",
+        disable=not progress,
+        leave=False,
+    )
+
+    def tick(_: Chain) -> None:
+        bar.update(1)
+
+    try:
+        with EnvPool([factory] * n, backend=backend) as pool:
+            pool.reset(seeds=[seed] * n)
+            with temperature(policy, 0.0 if greedy else None):
+                batch = group_rollouts(
+                    pool,
+                    policy,
+                    [seed + k for k in range(episodes)],
+                    group_size=1,
+                    history_turns=history_turns,
+                    group_prefix="eval:",
+                    on_chain_end=tick,
+                )
+    finally:
+        bar.close()
+    result = HeldoutResult(record.id, split, "greedy" if greedy else "sampled")
+    result.env_steps = batch.env_steps
+    for t in sorted(batch.trajectories, key=lambda t: t.seed):
+        result.outcomes.append(
+            TaskOutcome(t.task_id, t.seed, t.success, t.total_reward, len(t.steps))
+        )
+    return result
