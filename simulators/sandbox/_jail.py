@@ -27,6 +27,7 @@ import io
 import json
 import os
 import resource
+import select
 import selectors
 import shutil
 import signal
@@ -42,6 +43,9 @@ from typing import Any
 
 _HDR = struct.Struct(">I")
 MAX_FRAME = 64 << 20
+_MAX_REPLY = 1 << 20
+"""Largest control reply a session may send (its replies are a few bytes)."""
+_PENDING = object()
 
 
 def read_exact(fd: int, n: int) -> bytes:
@@ -186,23 +190,95 @@ class Worker:
         os.makedirs(self.work_root, mode=0o711, exist_ok=True)
         self.counter = 0
         self.sessions: dict[str, dict] = {}
+        #: one lineage per session uid: a session and its forks share uid, dir and cgroups
+        self.lineages: dict[int, dict] = {}
+        self.cgroup_roots: dict[str, str] = {
+            c: p for c, p in (cfg.get("cgroups") or {}).items() if os.path.isdir(p)
+        }
+        self.oneshot_cg = self._make_cgroup(f"u{self.uid_base}", cfg["limits"])
         self.sel = selectors.DefaultSelector()
         base_vm = _vm_bytes()
         self.as_limit = base_vm + int(cfg["limits"].get("memory", 512 << 20))
 
     # ---- confinement of a forked child --------------------------------------------------
 
-    def _new_workdir(self, uid: int) -> str:
+    def _new_workdir(self, uid: int, parent: str | None = None) -> str:
+        """A fresh directory, mode 0700, owned by ``uid``: nobody else can traverse it."""
         self.counter += 1
-        path = f"{self.work_root}/{uid}-{os.getpid()}-{self.counter}"
+        path = f"{parent or self.work_root}/{uid}-{os.getpid()}-{self.counter}"
         os.mkdir(path, 0o700)
         if self.set_uid:
             os.chown(path, uid, uid)
         return path
 
-    def _confine(self, uid: int, workdir: str, limits: dict) -> None:
+    # ---- per-session cgroups (memory + disk on tmpfs, processes) ------------------------
+
+    def _make_cgroup(self, name: str, limits: dict) -> list[str]:
+        """Sub-cgroups of the worker's own for one uid; limits memory + files and processes."""
+        made = []
+        mem = int(limits.get("memory", 512 << 20)) + int(limits.get("disk", 256 << 20))
+        for controller, root in self.cgroup_roots.items():
+            path = os.path.join(root, name)
+            try:
+                os.makedirs(path, exist_ok=True)
+                if controller == "memory":
+                    for knob in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
+                        if os.path.exists(os.path.join(path, knob)):
+                            _write(os.path.join(path, knob), str(mem + (64 << 20)))
+                elif controller == "pids":
+                    _write(os.path.join(path, "pids.max"), str(int(limits.get("processes", 64))))
+            except OSError:
+                continue
+            made.append(path)
+        return made
+
+    def _cgroup_procs(self, cg: list[str], what: str = "cgroup.procs") -> set[int]:
+        for path in cg:
+            try:
+                with open(os.path.join(path, what)) as fh:
+                    return {int(x) for x in fh.read().split()}
+            except OSError:
+                continue
+        return set()
+
+    def _kill_cgroup(self, cg: list[str], keep: set[int] = frozenset()) -> int:  # type: ignore[assignment]
+        """SIGKILL every process in ``cg`` except ``keep``; returns how many were killed."""
+        killed = 0
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            extra = self._cgroup_procs(cg) - set(keep)
+            if not extra:
+                break
+            for pid in extra:
+                _kill(pid)
+                killed += 1
+            _reap()
+            time.sleep(0.0005)
+        return killed
+
+    def _remove_cgroup(self, cg: list[str]) -> None:
+        self._kill_cgroup(cg)
+        deadline = time.monotonic() + 5.0
+        for path in cg:
+            while True:
+                try:
+                    os.rmdir(path)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        break
+                    _reap()
+                    time.sleep(0.001)
+
+    def _confine(
+        self, uid: int, workdir: str, limits: dict, cg: list[str], write_root: str
+    ) -> None:
         """Runs in the forked child, before any untrusted code."""
         os.setsid()
+        for path in cg:  # accounted to its own cgroups from its first instruction
+            _write(os.path.join(path, "cgroup.procs"), "0")
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
@@ -230,7 +306,7 @@ class Worker:
             except (ValueError, OSError):
                 pass
         if self.landlock >= 1:
-            landlock_restrict([workdir], self.landlock)
+            landlock_restrict([write_root], self.landlock)
         if self.set_uid:
             os.setgroups([])
             os.setresgid(uid, uid, uid)
@@ -242,7 +318,16 @@ class Worker:
              "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
         )  # fmt: skip
 
-    def _spawn(self, uid: int, workdir: str, limits: dict, body, extra_fds: dict[int, int]):
+    def _spawn(
+        self,
+        uid: int,
+        workdir: str,
+        limits: dict,
+        body,
+        extra_fds: dict[int, int],
+        cg: list[str],
+        write_root: str | None = None,
+    ):
         """Fork a confined child running ``body()``; returns (pid, out_r, err_r)."""
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -280,7 +365,7 @@ class Worker:
                     line_buffering=True,
                 )
                 sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), "utf-8")
-                self._confine(uid, workdir, limits)
+                self._confine(uid, workdir, limits, cg, write_root or workdir)
                 code = body()
             except BaseException:
                 try:  # noqa: SIM105
@@ -377,7 +462,10 @@ class Worker:
                         done = True
                         continue
                     if name == "ctl":
-                        reply = ctl_done()
+                        got_reply = ctl_done()
+                        if got_reply is _PENDING:
+                            continue
+                        reply = got_reply
                         done = True
                         continue
                     try:
@@ -468,7 +556,7 @@ class Worker:
 
         start = time.monotonic()
         timeout = float(req.get("timeout", limits.get("timeout", 10.0)))
-        pid, out_r, err_r = self._spawn(uid, workdir, limits, body, extra)
+        pid, out_r, err_r = self._spawn(uid, workdir, limits, body, extra, self.oneshot_cg)
         if res_w is not None:
             os.close(res_w)
         try:
@@ -511,55 +599,111 @@ class Worker:
 
     # ---- sessions -----------------------------------------------------------------------
 
-    def _session_uid(self) -> int:
-        used = {s["uid"] for s in self.sessions.values()}
+    def _session_uid(self) -> int | None:
+        """A uid no live session of this worker has (None when all are taken: never shared)."""
         for k in range(1, self.n_uids):
-            if self.uid_base + k not in used:
+            if self.uid_base + k not in self.lineages:
                 return self.uid_base + k
-        return self.uid_base + 1 + (self.counter % max(1, self.n_uids - 1))
+        return None
 
     def op_session_new(self, req: dict) -> dict:
         limits = {**self.cfg["limits"], **req.get("limits", {})}
         # the CPU rlimit counts over the session's whole life, not per cell: allow 10 times more
         limits["cpu_seconds"] = int(limits.get("cpu_seconds", 10)) * 10
         uid = self._session_uid()
-        workdir = self._new_workdir(uid)
+        if uid is None:
+            return {"status": "full", "error": f"this worker already runs {self.n_uids - 1} "
+                    "sessions (one uid each); close some or add workers"}  # fmt: skip
+        root = self._new_workdir(uid)  # the lineage's directory; forks get siblings in it
+        workdir = self._new_workdir(uid, root)
+        cg = self._make_cgroup(f"u{uid}", limits)
         ours, theirs = socket.socketpair()
         theirs_fd = theirs.fileno()
 
         def body() -> int:
             return _session_main(3)
 
-        pid, out_r, err_r = self._spawn(uid, workdir, limits, body, {3: theirs_fd})
+        pid, out_r, err_r = self._spawn(uid, workdir, limits, body, {3: theirs_fd}, cg, root)
         theirs.close()
+        ours.setblocking(False)
         sid = f"s{self.counter}"
+        self.lineages[uid] = {"dir": root, "cg": cg}
         self.sessions[sid] = {
-            "pid": pid, "uid": uid, "workdir": workdir, "ctl": ours,
-            "out": out_r, "err": err_r, "limits": limits, "root": True,
+            "pid": pid, "pidfd": _pidfd(pid), "uid": uid, "workdir": workdir, "ctl": ours,
+            "out": out_r, "err": err_r, "limits": limits, "buf": bytearray(),
         }  # fmt: skip
         return {"sid": sid}
 
     def _session(self, req: dict) -> dict | None:
         return self.sessions.get(req.get("sid", ""))
 
+    def _send_ctl(self, s: dict, msg: dict, timeout: float) -> bool:
+        """Send one control frame; drops whatever the session wrote on its own first."""
+        ctl = s["ctl"]
+        s["buf"].clear()
+        try:
+            while ctl.recv(1 << 16):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            return False
+        data = json.dumps(msg).encode()
+        view = memoryview(_HDR.pack(len(data)) + data)
+        deadline = time.monotonic() + timeout
+        try:
+            while view:
+                try:
+                    view = view[ctl.send(view) :]
+                except BlockingIOError:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not select.select([], [ctl], [], left)[1]:
+                        return False
+        except OSError:
+            return False
+        return True
+
+    def _read_ctl(self, s: dict) -> Any:
+        """What the session's control socket has: a reply dict, _PENDING, or None (broken).
+
+        Never blocks: a session that writes half a frame (or garbage) on its own socket only
+        loses its own session.
+        """
+        buf = s["buf"]
+        try:
+            while True:
+                chunk = s["ctl"].recv(1 << 16)
+                if not chunk:
+                    return None
+                buf += chunk
+                if len(buf) > _MAX_REPLY + 4:
+                    return None
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            return None
+        if len(buf) < 4:
+            return _PENDING
+        (n,) = _HDR.unpack(buf[:4])
+        if n > _MAX_REPLY:
+            return None
+        if len(buf) < 4 + n:
+            return _PENDING
+        try:
+            reply = json.loads(bytes(buf[4 : 4 + n]))
+        except ValueError:
+            return None
+        del buf[: 4 + n]
+        return reply if isinstance(reply, dict) else None
+
     def _session_call(self, s: dict, msg: dict, timeout: float) -> dict:
         start = time.monotonic()
-        try:
-            write_frame(s["ctl"].fileno(), msg)
-        except OSError:
+        if not self._send_ctl(s, msg, timeout):
             self._drop_session(s)
             return {"status": "dead", "stdout": "", "stderr": "", "duration": 0.0}
-
-        def ctl_done() -> dict | None:
-            try:
-                return read_frame(s["ctl"].fileno())
-            except Exception:
-                return None
-
-        pid = s["pid"]
-        got = self._collect(pid, {"stdout": s["out"], "stderr": s["err"]}, start + timeout,
+        got = self._collect(s["pid"], {"stdout": s["out"], "stderr": s["err"]}, start + timeout,
                             int(s["limits"].get("output", 64 << 10)), None, s["ctl"].fileno(),
-                            ctl_done)  # fmt: skip
+                            lambda: self._read_ctl(s))  # fmt: skip
         reply = got["reply"]
         status = got["status"]
         if status is None and reply is None:
@@ -567,12 +711,58 @@ class Worker:
         if status is not None:  # timeout, output flood or the session died: it is gone
             self._drop_session(s)
         else:
-            status = "ok" if reply.get("ok") else "error"
+            status = "ok" if reply.get("ok") is True else "error"
         return {
             "status": status, "stdout": got["stdout"], "stderr": got["stderr"],
             "stdout_dropped": got["stdout_truncated"], "stderr_dropped": got["stderr_truncated"],
             "duration": time.monotonic() - start, "reply": reply,
         }  # fmt: skip
+
+    def _sweep(self, uid: int) -> str:
+        """After every session call: kill what the lineage left running besides its sessions.
+
+        A cell's child processes die with the cell; a session process that still has threads
+        running is stopped (its CPU would escape the cell's limit). Returns a note for the
+        observation, or "".
+        """
+        lineage = self.lineages.get(uid)
+        if lineage is None:
+            return ""
+        members = {v["pid"]: v for v in self.sessions.values() if v["uid"] == uid}
+        cg = lineage["cg"]
+        notes = []
+        if cg:
+            tasks = self._cgroup_procs(cg, "tasks")
+            if tasks <= set(members):
+                return ""
+            procs = self._cgroup_procs(cg)
+        else:
+            procs = set(_procs_of(uid)) if self.set_uid else set(members)
+            tasks = set(procs)
+            for pid in members:
+                try:  # noqa: SIM105
+                    tasks.update(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+                except OSError:
+                    pass
+            if tasks <= set(members):
+                return ""
+        threaded = {pid for pid in members if pid in procs and _threads(pid) > 1}
+        for pid in threaded:
+            self._drop_session(members[pid])
+            notes.append("[threads were still running when the cell ended: the session was "
+                         "stopped; threads may not outlive a cell]")  # fmt: skip
+        extra = procs - set(members)
+        if extra:
+            keep = {p for p in members if p not in threaded}
+            n = self._kill_cgroup(cg, keep) if cg else 0
+            if not cg:
+                for pid in extra:
+                    _kill(pid)
+                n = len(extra)
+                _reap()
+            notes.append(f"[{n} background process(es) still running when the cell ended "
+                         "were killed]")  # fmt: skip
+        return "\n".join(notes)
 
     def op_session_run(self, req: dict) -> dict:
         s = self._session(req)
@@ -581,6 +771,13 @@ class Worker:
         timeout = float(req.get("timeout", s["limits"].get("timeout", 10.0)))
         out = self._session_call(s, {"op": "run", "code": req["code"]}, timeout)
         out.pop("reply", None)
+        note = self._sweep(s["uid"])
+        if note:
+            out["stderr"] += (
+                ("\n" if out["stderr"] and not out["stderr"].endswith("\n") else "") + note + "\n"
+            )
+            if self._session(req) is None and out["status"] in ("ok", "error"):
+                out["status"] = "dead"
         return out
 
     def op_session_digest(self, req: dict) -> dict:
@@ -588,40 +785,76 @@ class Worker:
         if s is None:
             return {"status": "dead", "digest": None}
         out = self._session_call(s, {"op": "digest"}, 5.0)
+        self._sweep(s["uid"])
         reply = out.get("reply") or {}
-        return {"status": out["status"], "digest": reply.get("digest")}
+        digest = reply.get("digest")
+        return {"status": out["status"], "digest": digest if isinstance(digest, str) else None}
 
     def op_session_fork(self, req: dict) -> dict:
         s = self._session(req)
         if s is None:
             return {"status": "dead"}
+        lineage = self.lineages[s["uid"]]
+        workdir = self._new_workdir(s["uid"], lineage["dir"])
         ctl = s["ctl"]
+        fds: list[int] = []
+        pidfd = None
         try:
-            write_frame(ctl.fileno(), {"op": "fork"})
-            ready = self.sel.register(ctl.fileno(), selectors.EVENT_READ)
-            del ready
-            events = self.sel.select(5.0)
-            self.sel.unregister(ctl.fileno())
-            if not events:
-                raise TimeoutError
-            msg, fds, _, _ = socket.recv_fds(ctl, 4096, 3)
+            if not self._send_ctl(s, {"op": "fork", "dir": workdir}, 5.0):
+                raise OSError("control channel closed")
+            deadline = time.monotonic() + 30.0  # the copy of the work dir happens first
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([ctl], [], [], left)[0]:
+                    raise TimeoutError
+                try:
+                    msg, fds, _, _ = socket.recv_fds(ctl, 4096, 3)
+                    break
+                except BlockingIOError:
+                    continue
             info = json.loads(msg[4:]) if len(msg) > 4 else {}
-            if len(fds) != 3 or "pid" not in info:
-                for fd in fds:
-                    os.close(fd)
+            pid = info.get("pid") if isinstance(info, dict) else None
+            if len(fds) != 3 or not isinstance(pid, int) or isinstance(pid, bool):
                 raise OSError("bad fork reply")
+            # trust no pid the session reports: it must be a live child of the session
+            # process, of the session's uid, not yet known; held by a pidfd from now on
+            pidfd = _pidfd(pid)
+            if pidfd is None or not self._is_fork_of(pid, s):
+                raise OSError("forged fork reply")
         except Exception:
+            for fd in fds:
+                os.close(fd)
+            if pidfd is not None:
+                os.close(pidfd)
             self._drop_session(s)
+            shutil.rmtree(workdir, ignore_errors=True)
+            self._sweep(s["uid"])
             return {"status": "dead"}
         self.counter += 1
         sid = f"s{self.counter}"
         child_ctl = socket.socket(fileno=fds[0])
+        child_ctl.setblocking(False)
         self.sessions[sid] = {
-            "pid": int(info["pid"]), "uid": s["uid"], "workdir": s["workdir"],
+            "pid": pid, "pidfd": pidfd, "uid": s["uid"], "workdir": workdir,
             "ctl": child_ctl, "out": fds[1], "err": fds[2], "limits": s["limits"],
-            "root": False,
+            "buf": bytearray(),
         }  # fmt: skip
+        self._sweep(s["uid"])
         return {"status": "ok", "sid": sid}
+
+    def _is_fork_of(self, pid: int, parent: dict) -> bool:
+        if any(v["pid"] == pid for v in self.sessions.values()) or pid == os.getpid():
+            return False
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
+            ppid = int(fields["PPid"].split()[0])
+            uids = {int(x) for x in fields["Uid"].split()}
+        except (OSError, KeyError, ValueError):
+            return False
+        if ppid != parent["pid"]:
+            return False
+        return uids == {parent["uid"]} if self.set_uid else True
 
     def op_session_close(self, req: dict) -> dict:
         s = self._session(req)
@@ -634,20 +867,28 @@ class Worker:
         if sid is None:
             return
         del self.sessions[sid]
-        try:  # noqa: SIM105
-            os.killpg(s["pid"], signal.SIGKILL)
-        except OSError:
-            pass
-        _kill(s["pid"])
+        pidfd = s.get("pidfd")
+        if pidfd is not None:
+            try:  # noqa: SIM105
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except OSError:
+                pass
+            os.close(pidfd)
         for key in ("out", "err"):
             try:  # noqa: SIM105
                 os.close(s[key])
             except OSError:
                 pass
         s["ctl"].close()
-        if not any(o["uid"] == s["uid"] for o in self.sessions.values()):
-            self._kill_uid(s["uid"])
-            shutil.rmtree(s["workdir"], ignore_errors=True)
+        shutil.rmtree(s["workdir"], ignore_errors=True)
+        uid = s["uid"]
+        if not any(o["uid"] == uid for o in self.sessions.values()):
+            lineage = self.lineages.pop(uid, None)
+            if lineage is not None:
+                if lineage["cg"]:
+                    self._remove_cgroup(lineage["cg"])
+                self._kill_uid(uid)
+                shutil.rmtree(lineage["dir"], ignore_errors=True)
         _reap()
 
     # ---- misc ---------------------------------------------------------------------------
@@ -655,7 +896,10 @@ class Worker:
     def op_ping(self, req: dict) -> dict:
         return {"status": "ok", "pid": os.getpid(), "rss": _rss_bytes(),
                 "sessions": len(self.sessions), "layers": self.cfg["layers"],
+                "lineages": len(self.lineages),
                 "workdirs": len(os.listdir(self.work_root)),
+                "cgroups": sum(len([d for d in os.listdir(r) if os.path.isdir(os.path.join(r, d))])
+                               for r in self.cgroup_roots.values()),
                 "children": len([p for p in os.listdir("/proc") if p.isdigit()]),
                 "landlock_abi": self.landlock}  # fmt: skip
 
@@ -673,6 +917,7 @@ class Worker:
             write_frame(wfd, reply)
         for s in list(self.sessions.values()):
             self._drop_session(s)
+        self._remove_cgroup(self.oneshot_cg)
 
 
 # --------------------------------------------------------------------------------------------
@@ -688,8 +933,8 @@ def _run_main(code: str, grade: dict | None) -> int:
         exit_code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if grade is not None:
             return exit_code
-    except BaseException:
-        traceback.print_exc()
+    except BaseException as exc:
+        _print_exc(exc)
         return 1
     if grade is None:
         return exit_code
@@ -765,9 +1010,9 @@ def _session_main(ctl_fd: int) -> int:
             except SystemExit:
                 ok = False
                 sys.stderr.write("SystemExit is not allowed in a session cell\n")
-            except BaseException:
+            except BaseException as exc:
                 ok = False
-                traceback.print_exc()
+                _print_exc(exc)
             try:
                 sys.stdout.flush()
                 sys.stderr.flush()
@@ -777,12 +1022,12 @@ def _session_main(ctl_fd: int) -> int:
         elif op == "digest":
             write_frame(ctl.fileno(), {"ok": True, "digest": _digest(g)})
         elif op == "fork":
-            ctl = _session_fork(ctl)
+            ctl = _session_fork(ctl, str(msg.get("dir", "")))
         else:
             write_frame(ctl.fileno(), {"ok": False})
 
 
-def _session_fork(ctl: socket.socket) -> socket.socket:
+def _session_fork(ctl: socket.socket, workdir: str) -> socket.socket:
     ours, theirs = socket.socketpair()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -790,8 +1035,16 @@ def _session_fork(ctl: socket.socket) -> socket.socket:
     pid = os.fork()
     if pid == 0:
         os.setsid()  # its own process group: closing the parent must not kill the copy
+        if workdir:  # its own copy of the work dir, made before the parent runs on
+            old = os.getcwd()
+            try:
+                _copy_tree(old, workdir)
+                os.chdir(workdir)
+                os.environ.update({"HOME": workdir, "TMPDIR": workdir})
+            except OSError as exc:
+                sys.stderr.write(f"[fork: work dir not copied: {exc}]\n")
         os.close(sync_r)
-        os.close(sync_w)  # tells the parent the copy is in its own group now
+        os.close(sync_w)  # tells the parent the copy is ready
         ctl.close()
         theirs.close()
         os.close(out_r)
@@ -852,6 +1105,51 @@ def _digest(g: dict) -> str:
 
 # --------------------------------------------------------------------------------------------
 # process helpers
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as fh:
+        fh.write(text)
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except OSError:
+        return None
+
+
+def _threads(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return 0
+
+
+def _print_exc(exc: BaseException) -> None:
+    """Print a traceback without the jail's own frames (the model sees only its code)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb)
+
+
+def _copy_tree(src: str, dst: str) -> None:
+    """Copy a work dir: regular files, directories and symlinks (never followed)."""
+    with os.scandir(src) as it:
+        for entry in it:
+            target = os.path.join(dst, entry.name)
+            try:
+                if entry.is_symlink():
+                    os.symlink(os.readlink(entry.path), target)
+                elif entry.is_dir(follow_symlinks=False):
+                    os.mkdir(target, 0o700)
+                    _copy_tree(entry.path, target)
+                elif entry.is_file(follow_symlinks=False):
+                    shutil.copyfile(entry.path, target, follow_symlinks=False)
+                    shutil.copymode(entry.path, target, follow_symlinks=False)
+            except OSError as exc:
+                sys.stderr.write(f"[fork: {entry.name} not copied: {exc}]\n")
 
 
 def _open_fds() -> list[int]:

@@ -46,14 +46,32 @@ class WorkerCgroup:
                 fh.write("0")
 
     def pids(self) -> list[int]:
+        """Every process in the worker's cgroups, its per-session sub-cgroups included."""
         out: set[int] = set()
         for path in self.paths:
-            try:
-                with open(os.path.join(path, "cgroup.procs")) as fh:
-                    out.update(int(x) for x in fh.read().split())
-            except OSError:
-                pass
+            for d in [path, *self.children(path)]:
+                try:
+                    with open(os.path.join(d, "cgroup.procs")) as fh:
+                        out.update(int(x) for x in fh.read().split())
+                except OSError:
+                    pass
         return sorted(out)
+
+    @staticmethod
+    def children(path: str) -> list[str]:
+        """The per-session sub-cgroups the worker made under ``path``."""
+        try:
+            return [
+                os.path.join(path, d)
+                for d in os.listdir(path)
+                if os.path.isdir(os.path.join(path, d))
+            ]
+        except OSError:
+            return []
+
+    def session_cgroups(self) -> list[str]:
+        """Per-session sub-cgroups that exist now (for leak checks)."""
+        return sorted(c for path in self.paths for c in self.children(path))
 
     def destroy(self, timeout: float = 5.0) -> None:
         """SIGKILL whatever is left inside and remove the directories."""
@@ -65,7 +83,7 @@ class WorkerCgroup:
                 except OSError:
                     pass
             time.sleep(0.005)
-        for path in self.paths:
+        for path in [c for p in self.paths for c in self.children(p)] + self.paths:
             while True:
                 try:
                     os.rmdir(path)
@@ -89,6 +107,11 @@ def sweep_stale() -> None:
             continue
         if os.path.exists(f"/proc/{owner}"):
             continue
+        for child in WorkerCgroup.children(path):
+            try:  # noqa: SIM105
+                os.rmdir(child)
+            except OSError:
+                pass
         try:  # noqa: SIM105
             os.rmdir(path)  # fails (EBUSY) if anything still runs inside: left alone
         except OSError:

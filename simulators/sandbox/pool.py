@@ -328,6 +328,7 @@ class SandboxPool:
         for w in self._workers:
             with w.lock:
                 w.stop()
+                w.release()
         _live_pools.discard(self)
 
     def __enter__(self) -> SandboxPool:

@@ -4,17 +4,22 @@ A session lives in one worker. ``fork()`` asks the session process to ``fork()``
 so the copy shares memory copy-on-write and costs a few milliseconds, whatever the state
 holds (Tree-GRPO branching). Every cell that ran is kept in ``history``; when a session is
 lost (its cell timed out, or the worker was restarted) the next call rebuilds it by
-replaying that history into a fresh session.
+replaying that history into a fresh session. The replay runs inside the time limit of the call
+that needs it, never on top of it: if it does not fit, the session restarts empty and the
+observation says so (no time amplification from a long history).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 from agentgym.simulators.sandbox.worker import JailedWorker, Limits, WorkerCrashedError
+
+from agentgym.error import AgentGymError
 
 if TYPE_CHECKING:
     from agentgym.simulators.sandbox.pool import ExecResult, SandboxPool
@@ -24,6 +29,17 @@ def _close_remote(worker: JailedWorker, sid: str, generation: int) -> None:
     """Finalizer: close a session without taking the worker lock (may run inside GC)."""
     if worker.generation == generation:
         worker.pending_closes.append(sid)
+
+
+class SandboxFullError(AgentGymError, RuntimeError):
+    """Every session uid of the worker is taken (a uid is never shared between sessions)."""
+
+
+_LOST = (
+    "[the session's state was lost (a previous cell was stopped) and replaying its {n} "
+    "earlier cells did not fit in this cell's time limit: the session restarted empty and "
+    "this cell did not run; define what you need again]"
+)
 
 
 class Session:
@@ -74,36 +90,66 @@ class Session:
     def alive(self) -> bool:
         return self._sid is not None and self.worker.generation == self._generation
 
-    def _ensure(self) -> None:
-        """(Re)create the remote session and replay the history if it is gone."""
-        if self.alive:
-            return
+    def _new_remote(self) -> None:
         reply = self.worker.call({"op": "session_new", "limits": self.limits}, 30.0)
+        if reply.get("status") == "full":
+            raise SandboxFullError(str(reply.get("error", "sandbox worker is full")))
         self._attach(reply["sid"])
-        if self.history:
-            self.rebuilds += 1
-            for code in self.history:
-                with self.worker.lock:
-                    self.worker.request(
-                        {"op": "session_run", "sid": self._sid, "code": code,
-                         "timeout": self.limits["timeout"]},
-                        self.limits["timeout"],
-                    )  # fmt: skip
+
+    def _ensure(self, deadline: float | None = None) -> str:
+        """(Re)create the remote session and replay the history if it is gone.
+
+        The replay must finish by ``deadline`` (default: one cell timeout from now). Returns
+        "" or, when it could not, a note for the observation (the session is then empty).
+        """
+        if self.alive:
+            return ""
+        self._new_remote()
+        if not self.history:
+            return ""
+        self.rebuilds += 1
+        if deadline is None:
+            deadline = time.monotonic() + float(self.limits["timeout"])
+        for code in self.history:
+            left = deadline - time.monotonic()
+            if left <= 0.0:
+                break
+            with self.worker.lock:
+                reply = self.worker.request(
+                    {"op": "session_run", "sid": self._sid, "code": code, "timeout": left},
+                    left,
+                )
+            if reply.get("status") not in ("ok", "error"):
+                break
+        else:
+            return ""
+        note = _LOST.format(n=len(self.history))
+        self.history.clear()
+        sid, self._sid = self._sid, None
+        if sid is not None:
+            with self.worker.lock:
+                self.worker.request({"op": "session_close", "sid": sid}, 10.0)
+        self._new_remote()
+        return note
 
     def run(self, code: str, *, timeout: float | None = None) -> ExecResult:
         """Run one cell; a final bare expression's repr is printed, like a notebook."""
         from agentgym.simulators.sandbox.pool import ExecResult
 
         t = float(timeout if timeout is not None else self.limits["timeout"])
+        start = time.monotonic()
         try:
-            self._ensure()
+            note = self._ensure(start + t)
+            if note:
+                return ExecResult(status="dead", stderr=note, duration=time.monotonic() - start)
+            left = max(0.001, start + t - time.monotonic())
             reply = self.worker.call(
-                {"op": "session_run", "sid": self._sid, "code": str(code), "timeout": t}, t
+                {"op": "session_run", "sid": self._sid, "code": str(code), "timeout": left}, left
             )
         except WorkerCrashedError as exc:
             self._attach(None)
             return ExecResult(status="crashed", stderr=f"sandbox worker restarted: {exc}")
-        result = ExecResult.from_reply(reply)
+        result = replace(ExecResult.from_reply(reply), duration=time.monotonic() - start)
         if result.status in ("ok", "error"):
             self.history.append(str(code))
         else:  # timeout / output flood / died: the process is gone; rebuild lazily

@@ -30,6 +30,13 @@ _JAIL_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_jail.p
 _IN_JAIL_SCRIPT = "/opt/agentgym/jail.py"
 _slot_counter = itertools.count()
 
+#: uids handed to jailed code start here; each worker leases a block of ``UIDS_PER_WORKER``.
+UID_FIRST = 1_000_000
+UIDS_PER_WORKER = 1024
+"""One uid for one-shot runs plus one per concurrent session (1023 sessions per worker)."""
+_UID_BLOCKS = 4096
+_LEASE_DIR = "/run/agentgym-sandbox-uids" if os.path.isdir("/run") else "/tmp/agentgym-sandbox-uids"
+
 
 class WorkerCrashedError(AgentGymError, RuntimeError):
     """The worker process died or stopped answering; the pool restarts it."""
@@ -50,6 +57,10 @@ class Limits:
     """Processes + threads of the run's uid (RLIMIT_NPROC)."""
     output: int = 64 << 10
     """Bytes of stdout and of stderr kept; the rest is dropped and reported."""
+    disk: int = 256 << 20
+    """Bytes of files a session (all its forks together) or a run may keep in its work dir.
+    Files live on a tmpfs, so they are charged with the memory to the session's own memory
+    cgroup, whose limit is ``memory + disk``."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +150,49 @@ def _bwrap_command(site: list[str], root: bool) -> list[str]:
     return cmd
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def lease_uid_block() -> tuple[int, str]:
+    """Lease a uid block no other live worker on this host holds (any pool, any process).
+
+    A lease is a file ``<lease dir>/<block>`` created with ``O_EXCL`` that names its owner's
+    pid; a lease whose owner is dead is taken over. Returns (first uid, lease path).
+    """
+    import fcntl
+
+    os.makedirs(_LEASE_DIR, mode=0o700, exist_ok=True)
+    with open(os.path.join(_LEASE_DIR, ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for block in range(_UID_BLOCKS):
+            path = os.path.join(_LEASE_DIR, str(block))
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                try:
+                    with open(path) as fh:
+                        owner = int(fh.read().strip() or 0)
+                except (OSError, ValueError):
+                    owner = 0
+                if owner and _pid_alive(owner):
+                    continue
+                fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(str(os.getpid()))
+            return UID_FIRST + block * UIDS_PER_WORKER, path
+    raise AgentGymError(
+        f"all {_UID_BLOCKS} sandbox uid blocks of this host are leased by live workers "
+        f"(see {_LEASE_DIR}); close some SandboxPools"
+    )
+
+
 class JailedWorker:
     """One jailed zygote process and the pipe pair to it. Calls are serialised by ``lock``."""
 
@@ -148,7 +202,8 @@ class JailedWorker:
         self.lock = threading.Lock()
         self.slot = next(_slot_counter)
         self.name = f"w{os.getpid()}-{self.slot}"
-        self.uid_base = 1_000_000 + (os.getpid() % 4096) * 1024 + (self.slot % 16) * 64
+        self.uid_base, self._lease = lease_uid_block()
+        self.n_uids = UIDS_PER_WORKER
         self.generation = 0
         self.runs = 0
         self.proc: subprocess.Popen[bytes] | None = None
@@ -175,7 +230,7 @@ class JailedWorker:
 
         cfg: dict[str, Any] = {
             "uid_base": self.uid_base,
-            "n_uids": 32,
+            "n_uids": self.n_uids,
             "layers": {
                 "uid": use_uid,
                 "seccomp": self.layers.get("seccomp", False),
@@ -186,6 +241,7 @@ class JailedWorker:
             "preload": list(self.config.preload),
             "libseccomp": ctypes.util.find_library("seccomp"),
         }
+        cfg["cgroups"] = {}
         mem = self.config.worker_memory if self.layers.get("cgroup_memory") else None
         pids = self.config.worker_pids if self.layers.get("cgroup_pids") else None
         self.cgroup = WorkerCgroup(f"{self.name}-g{self.generation}", memory=mem, pids=pids)
@@ -194,11 +250,19 @@ class JailedWorker:
             self._host_tmp = tempfile.mkdtemp(prefix=f"agentgym-sbx-{os.getpid()}-")
             os.chmod(self._host_tmp, 0o711)
             cfg["work_root"] = self._host_tmp
+        cg_paths = {os.path.basename(os.path.dirname(os.path.dirname(p))): p
+                    for p in self.cgroup.paths}  # fmt: skip
         if self.layers.get("namespaces"):
             cmd = _bwrap_command(site, root)
+            # the worker's own cgroups, writable inside the jail: it makes one per session
+            for controller, path in cg_paths.items():
+                inside = f"/sys/fs/cgroup/{controller}"
+                cmd[-4:-4] = ["--bind", path, inside]  # before --chdir
+                cg_paths[controller] = inside
             script = _IN_JAIL_SCRIPT
         else:
             cmd, script = [], _JAIL_SCRIPT
+        cfg["cgroups"] = cg_paths
         cmd += [_interpreter(), "-I", "-S", script, json.dumps(cfg)]
         cgroup = self.cgroup
         self.proc = subprocess.Popen(
@@ -219,6 +283,15 @@ class JailedWorker:
             self.stop()
             raise WorkerCrashedError(f"sandbox worker failed to start: {ready}")
         self.landlock_abi = int(ready.get("landlock_abi", -1))
+
+    def release(self) -> None:
+        """Give the uid block back (after ``stop``; the pool calls it when it closes)."""
+        lease, self._lease = self._lease, ""
+        if lease:
+            try:  # noqa: SIM105
+                os.unlink(lease)
+            except OSError:
+                pass
 
     def stop(self) -> None:
         """Stop the worker and remove every process and cgroup it had."""

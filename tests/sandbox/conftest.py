@@ -21,7 +21,7 @@ def pool() -> Iterator[SandboxPool]:
 
 def _uids_in_use(pool: SandboxPool) -> list[tuple[int, int]]:
     """Host processes running under any uid of the pool's slots (executions left over)."""
-    ranges = [(w.uid_base, w.uid_base + 64) for w in pool.workers]
+    ranges = [(w.uid_base, w.uid_base + w.n_uids) for w in pool.workers]
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -61,7 +61,8 @@ def no_leaks(pool: SandboxPool) -> Iterator[None]:
     for w in pool.workers:
         info = w.call({"op": "ping"}, 10.0)
         assert info["status"] == "ok"
-        assert info["workdirs"] == info["sessions"], "a run's work dir was left behind"
+        assert info["workdirs"] == info["lineages"], "a run's work dir was left behind"
+        assert info["cgroups"] == (info["lineages"] + 1) * len(w.cgroup.paths if w.cgroup else [])
         r = w.call({"op": "exec", "code": "print('alive')", "timeout": 10.0}, 10.0)
         assert r["status"] == "ok" and r["stdout"] == "alive\n"
     assert _uids_in_use(pool) == [], "processes of a sandbox uid survived the run"
