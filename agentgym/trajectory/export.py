@@ -47,6 +47,8 @@ def resolve_message(frame: dict[str, Any], message: dict[str, Any], images: str)
     stored twice: ``"observation"`` (text, plus image parts), ``"action"``, ``"system_prompt"``.
     """
     ref = message.get("content_ref")
+    if not isinstance(ref, str):
+        ref = None
     out = {k: v for k, v in message.items() if k != "content_ref"}
     if ref == "observation":
         out["content"] = _observation_content(frame, images)

@@ -109,6 +109,15 @@ def _show(value: Any) -> str:
     return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
+def _is_message(m: Any) -> bool:
+    """A chat message map: ``role`` and ``content_ref`` (when present) are strings."""
+    return (
+        isinstance(m, dict)
+        and isinstance(m.get("role", ""), str)
+        and isinstance(m.get("content_ref", ""), str)
+    )
+
+
 def _image_problem(image: Any) -> str | None:
     if isinstance(image, StoredImage):
         return None
@@ -177,11 +186,11 @@ def check_frame(frame: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]
         _check_observation(frame["observation"], issues)
     if isinstance(frame.get("reward_components"), dict):
         _check_components(frame["reward_components"], issues)
-    for name in ("messages", "tools", "tool_calls"):
+    for name, keep in (("messages", _is_message), ("tools", _is_dict)):
         items = frame.get(name)
-        if isinstance(items, list) and name != "tool_calls":
-            kept = [m for m in items if isinstance(m, dict)]
+        if isinstance(items, list):
+            kept = [m for m in items if keep(m)]
             if len(kept) != len(items):
-                issues.append(f"{kind}.{name}: dropped {len(items) - len(kept)} non-map entries")
+                issues.append(f"{kind}.{name}: dropped {len(items) - len(kept)} malformed entries")
                 frame[name] = kept
     return frame, issues
