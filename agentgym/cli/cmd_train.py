@@ -1,11 +1,16 @@
-"""``agentgym train``: train the reference byte-transformer agent with GiGPO, GRPO or Tree-GRPO.
+"""``agentgym train``: train the reference byte-transformer agent (GiGPO, GRPO, Tree-GRPO, SFT).
 
-Example::
+Examples::
 
     agentgym train --env agentgym/Sokoban-Tiny-v0 --algo gigpo --iterations 30 --out runs/tiny
+    agentgym demos agentgym/Sokoban-Tiny-v0 --episodes 64 --epsilon 0.2 --out demos.agtr
+    agentgym train --env agentgym/Sokoban-Tiny-v0 --algo sft --demos demos.agtr --out runs/sft
+    agentgym train --env agentgym/Sokoban-Tiny-v0 --algo gigpo --init runs/sft/checkpoint.pt \
+        --eval-every 5 --out runs/sft-gigpo
 
-Writes ``metrics.csv``, ``tb/`` (TensorBoard), ``curve.png``, ``config.json`` and
-``checkpoint.pt`` to ``--out``; ``--resume`` continues from the checkpoint there.
+Writes ``metrics.csv``, ``eval.csv`` (held-out test success), ``tb/`` (TensorBoard),
+``curve.png``, ``config.json`` and ``checkpoint.pt`` to ``--out``. A folder that already
+holds a run is refused: ``--resume`` continues it, ``--overwrite`` replaces it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--env", required=True, help="env id, e.g. agentgym/Sokoban-Tiny-v0")
-    p.add_argument("--algo", default="gigpo", choices=["gigpo", "grpo", "tree-grpo"])
+    p.add_argument(
+        "--algo",
+        default="gigpo",
+        choices=["gigpo", "grpo", "tree-grpo", "sft"],
+        help="RL algorithm, or sft to clone --demos",
+    )
+    p.add_argument("--demos", default=None, help="sft: .agtr demonstrations (agentgym demos)")
+    p.add_argument(
+        "--demos-only-success",
+        action="store_true",
+        help="sft: clone only the demonstration episodes that succeeded",
+    )
+    p.add_argument(
+        "--init",
+        default=None,
+        metavar="CHECKPOINT",
+        help="start from this checkpoint's policy (e.g. the sft run's checkpoint.pt)",
+    )
     p.add_argument("--iterations", type=int, default=20)
     p.add_argument("--max-env-steps", type=int, default=None, help="stop at this env-step budget")
     p.add_argument("--tasks", type=int, default=4, help="task seeds per iteration")
@@ -70,10 +92,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", default="thread", choices=["thread", "process", "sync"])
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval-every", type=int, default=0, help="test-split eval period (0: off)")
+    p.add_argument(
+        "--eval-every",
+        type=int,
+        default=0,
+        help="held-out test-split eval before training and every K iterations (0: off)",
+    )
+    p.add_argument("--eval-tasks", type=int, default=32, help="held-out episodes per eval")
     p.add_argument("--env-kwargs", default="{}", help="JSON dict passed to gym.make")
     p.add_argument("--out", default=None, help="output folder (metrics, plot, checkpoint)")
     p.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="delete the run already in --out and start again",
+    )
     p.add_argument(
         "--record",
         action="store_true",
@@ -87,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     from agentgym.agents.transformer import TransformerConfig
     from agentgym.rl.gigpo import GiGPOConfig
     from agentgym.rl.losses import PPOLossConfig
-    from agentgym.rl.trainer import TrainConfig, train
+    from agentgym.rl.trainer import TrainConfig, Trainer
     from agentgym.rl.tree_grpo import TreeGRPOConfig
 
     env_kwargs = json_object(args.env_kwargs)
@@ -121,17 +154,37 @@ def run(args: argparse.Namespace) -> int:
         gigpo=GiGPOConfig(gamma=args.gamma, omega=args.omega),
         tree=TreeGRPOConfig(trees=args.trees, expand=args.expand, rounds=args.rounds),
         eval_every=args.eval_every,
+        eval_tasks=args.eval_tasks,
+        demos=args.demos,
+        demos_only_success=args.demos_only_success,
+        init=args.init,
         out_dir=args.out,
         resume=args.resume,
+        overwrite=args.overwrite,
         progress=not args.no_progress,
         record=args.record,
     )
-    result = train(cfg)
+    trainer = Trainer(cfg)
+    if trainer.resumed_from is not None:
+        print(f"resumed from iteration {trainer.resumed_from} ({args.out}/checkpoint.pt)")
+    if cfg.init:
+        print(f"initialised from {cfg.init}")
+    result = trainer.run()
     last = result.metrics[-1] if result.metrics else {}
-    print(
-        f"trained {len(result.metrics)} iterations, {last.get('env_steps', 0)} env steps; "
-        f"last success {last.get('success', 0):.2f}"
-    )
+    if cfg.algo == "sft":
+        nll = last.get("demo_nll", float("nan"))
+        print(f"trained {len(result.metrics)} sft epochs; demo NLL {nll:.4f}")
+    else:
+        print(
+            f"trained {len(result.metrics)} iterations, {last.get('env_steps', 0)} env steps; "
+            f"last training-rollout success {last.get('success', 0):.2f}"
+        )
+    if trainer.evals:
+        ev = trainer.evals[-1]
+        print(
+            f"held-out test success ({ev['test_episodes']} episodes): "
+            f"sampled {ev['test_success']:.3f}, greedy {ev['test_success_greedy']:.3f}"
+        )
     if result.out_dir:
         print(f"metrics: {result.out_dir / 'metrics.csv'}  plot: {result.out_dir / 'curve.png'}")
     return 0

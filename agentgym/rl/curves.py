@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,60 @@ def _stack(runs: Sequence[Rows], x: str, y: str) -> tuple[np.ndarray, np.ndarray
     return xs, ys
 
 
+@dataclass
+class CurveLine:
+    """One drawn series: its legend label, points, style and optional min-max band."""
+
+    label: str
+    xs: np.ndarray
+    ys: np.ndarray
+    kind: str
+    """``raw`` (training-rollout points), ``smooth`` (their trailing mean) or ``heldout``."""
+    style: str
+    band: tuple[np.ndarray, np.ndarray] | None = None
+    group: str = ""
+
+
+def curve_lines(
+    runs: Mapping[str, Any],
+    *,
+    x: str = "env_steps",
+    y: str = "success",
+    smooth: int = 3,
+    heldout: Mapping[str, Any] | None = None,
+    heldout_y: Sequence[str] = ("test_success", "test_success_greedy"),
+) -> list[CurveLine]:
+    """The series :func:`plot_curves` draws (see there), without drawing them."""
+    lines: list[CurveLine] = []
+    for name, metrics in runs.items():
+        seeds = metrics if metrics and isinstance(metrics[0], list) else [metrics]
+        got = _stack(seeds, x, y)
+        if got is None:
+            continue
+        xs, ys = got
+        n = len(seeds)
+        mean = ys.mean(0)
+        band = (ys.min(0), ys.max(0)) if n > 1 else None
+        lines.append(CurveLine(f"{name}: train rollouts (n={n})", xs, mean, "raw", "o", band, name))
+        if smooth > 1 and len(xs) > 1:
+            label = f"{name}: train, trailing mean of {smooth}"
+            lines.append(
+                CurveLine(label, xs, trailing_mean(mean, smooth), "smooth", "-", None, name)
+            )
+    for name, rows in (heldout or {}).items():
+        seeds = rows if rows and isinstance(rows[0], list) else [rows]
+        for key, style in zip(heldout_y, ("s--", "^:")):
+            got = _stack(seeds, x, key)
+            if got is None:
+                continue
+            xs, ys = got
+            mode = "greedy" if key.endswith("greedy") else "sampled"
+            band = (ys.min(0), ys.max(0)) if len(seeds) > 1 else None
+            label = f"{name}: held-out test ({mode})"
+            lines.append(CurveLine(label, xs, ys.mean(0), "heldout", style, band, name))
+    return lines
+
+
 def plot_curves(
     runs: Mapping[str, Any],
     path: str | Path,
@@ -79,45 +134,29 @@ def plot_curves(
     except ImportError:
         warnings.warn("matplotlib is not installed; no learning-curve plot.", stacklevel=2)
         return False
+    lines = curve_lines(runs, x=x, y=y, smooth=smooth, heldout=heldout, heldout_y=heldout_y)
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    for name, metrics in runs.items():
-        seeds = metrics if metrics and isinstance(metrics[0], list) else [metrics]
-        got = _stack(seeds, x, y)
-        if got is None:
-            continue
-        xs, ys = got
-        n = len(seeds)
-        mean = ys.mean(0)
-        raw = ax.plot(xs, mean, "o", ms=3, alpha=0.45, label=f"{name}: train rollouts (n={n})")[0]
-        color = raw.get_color()
-        if n > 1:
-            ax.fill_between(xs, ys.min(0), ys.max(0), alpha=0.15, color=color)
-        if smooth > 1 and len(xs) > 1:
-            ax.plot(
-                xs,
-                trailing_mean(mean, smooth),
-                "-",
-                color=color,
-                label=f"{name}: train, trailing mean of {smooth}",
-            )
-    for name, rows in (heldout or {}).items():
-        seeds = rows if rows and isinstance(rows[0], list) else [rows]
-        for key, style in zip(heldout_y, ("s--", "^:")):
-            got = _stack(seeds, x, key)
-            if got is None:
-                continue
-            xs, ys = got
-            mode = "greedy" if key.endswith("greedy") else "sampled"
-            line = ax.plot(xs, ys.mean(0), style, ms=5, label=f"{name}: held-out test ({mode})")[0]
-            if len(seeds) > 1:
-                ax.fill_between(xs, ys.min(0), ys.max(0), alpha=0.12, color=line.get_color())
+    colors: dict[tuple[str, str], Any] = {}
+    for line in lines:
+        key = (line.group, "heldout" if line.kind == "heldout" else "train")
+        kw: dict[str, Any] = {"label": line.label}
+        if key in colors:
+            kw["color"] = colors[key]
+        if line.kind == "raw":
+            kw.update(ms=3, alpha=0.45)
+        elif line.kind == "heldout":
+            kw.update(ms=5)
+        drawn = ax.plot(line.xs, line.ys, line.style, **kw)[0]
+        colors.setdefault(key, drawn.get_color())
+        if line.band is not None:
+            ax.fill_between(line.xs, *line.band, alpha=0.15, color=drawn.get_color())
     ax.set_xlabel(x.replace("_", " "))
     ax.set_ylabel("success rate")
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlim(left=0)
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
+    if lines:
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -49,8 +49,7 @@ def prepare_run_dir(out: Path, *, algo: str, resume: bool, overwrite: bool) -> P
             "resume and overwrite exclude each other: --resume continues the run in the "
             "folder, --overwrite deletes it. Pass one of them."
         )
-    out.mkdir(parents=True, exist_ok=True)
-    found = existing_artifacts(out)
+    found = existing_artifacts(out) if out.is_dir() else []
     if resume:
         ckpt = out / "checkpoint.pt"
         if not ckpt.exists():
@@ -72,6 +71,7 @@ def prepare_run_dir(out: Path, *, algo: str, resume: bool, overwrite: bool) -> P
             f"{out} already holds a training run ({', '.join(found)}). Pass --resume to "
             "continue it, --overwrite to delete it and start again, or choose another --out."
         )
+    out.mkdir(parents=True, exist_ok=True)
     for name in found:
         path = out / name
         if path.is_dir():

@@ -190,8 +190,8 @@ class UserDialogueEnv(AgentEnv):
                 out = self._invalid(f"expected exactly one tool call, got {len(calls)}.")
             else:
                 out = self._dispatch(dialogue, *calls[0])
-        if not out.terminated and self.max_turns is not None and self.turn >= self.max_turns:
-            self._budget_used_up(out)
+        if out.terminated or (self.max_turns is not None and self.turn >= self.max_turns):
+            self._episode_ends(out)
         reward = sum(self.reward_weights.get(k, 0.0) * v for k, v in out.components.items())
         self._raw_rewards.append(float(reward))
         if (
@@ -207,9 +207,9 @@ class UserDialogueEnv(AgentEnv):
             )
         return out
 
-    def _budget_used_up(self, out: StepOutcome) -> None:
-        """Hook: the turn budget ends with this step and the dialogue did not; an env may
-        add reward components to ``out`` here (e.g. a penalty for never answering)."""
+    def _episode_ends(self, out: StepOutcome) -> None:
+        """Hook: this step ends the episode (the dialogue ended, or the turn budget is used
+        up); an env may add reward components to ``out`` (e.g. a penalty for no answer)."""
 
     def _dispatch(self, dialogue: Dialogue, name: str, args: Mapping[str, Any]) -> StepOutcome:
         if name == "talk":

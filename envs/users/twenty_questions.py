@@ -25,10 +25,11 @@ Rewards (component: default weight)
     * ``search`` (0.0): 1 for the first search.
     * ``penalty`` (0.1): -1 for stuffing, injection, walls of text; -0.25 for repeats.
     * ``outcome`` (1.0): 1 for the right guess.
-    * ``no_guess`` (1.0): -1 when the turn budget runs out without a guess.
+    * ``no_guess`` (1.0): -1 when the game ends without a guess (the turn budget runs out,
+      or the user leaves after too many non-questions or repeats).
     * ``format`` (0.1): -1 for an invalid action.
 
-    Asking until the turns run out never pays more than guessing: all the information there
+    Asking until the game ends without a guess never pays more than guessing: all the information there
     is pays at most 0.5, the ``no_guess`` penalty takes 1 away, so an episode without a
     guess ends below 0 (before penalties), while any guess keeps the information earned and
     adds 0 or 1.
@@ -74,7 +75,7 @@ class UserTwentyQuestionsEnv(UserDialogueEnv):
         "one at a time, then answer with its name."
     )
 
-    def _budget_used_up(self, out: StepOutcome) -> None:
+    def _episode_ends(self, out: StepOutcome) -> None:
         dialogue = self.dialogue
         if dialogue is not None and getattr(dialogue, "guess", None) is None:
             out.components["no_guess"] = -1.0

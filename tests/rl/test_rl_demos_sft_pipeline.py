@@ -1,0 +1,105 @@
+"""Demonstrations -> SFT -> RL from the SFT checkpoint -> held-out eval, end to end."""
+
+import csv
+
+import gymnasium as gym
+import pytest
+import torch
+
+import agentgym  # noqa: F401
+from agentgym.agents import NoisyPolicy, OraclePolicy
+from agentgym.agents.load import load_checkpoint_state
+from agentgym.agents.transformer import TransformerConfig, TransformerPolicy, prompt_text
+from agentgym.cli import main
+from agentgym.rl.demos import demo_steps, record_demos
+from agentgym.rl.rollouts import group_rollouts
+from agentgym.rl.sft import demo_generations, demo_nll
+from agentgym.vector import EnvPool
+
+TWENTY = "agentgym/UserTwentyQuestions-v0"
+SOKOBAN = "agentgym/Sokoban-Tiny-v0"
+
+
+class _Spy:
+    """Wraps a policy and keeps every input it was given."""
+
+    def __init__(self, base):
+        self.base, self.inputs = base, []
+
+    def act(self, inputs):
+        self.inputs.extend(inputs)
+        return self.base.act(inputs)
+
+
+def test_demo_inputs_are_exactly_what_training_rollouts_give_the_policy(tmp_path):
+    path = tmp_path / "d.agtr"
+    record_demos(TWENTY, path, episodes=3, epsilon=0.0, seed=5, num_envs=1)
+    steps = demo_steps(path, history_turns=None)
+    spy = _Spy(OraclePolicy())
+    with EnvPool([lambda: gym.make(TWENTY)], backend="sync") as pool:
+        pool.reset(seeds=[0])
+        group_rollouts(pool, spy, [5, 6, 7], group_size=1, history_turns=None)
+    assert len(steps) == len(spy.inputs) > 3
+    for demo, live in zip(steps, spy.inputs):
+        assert prompt_text(demo.input, "dialogue") == prompt_text(live, "dialogue")
+        assert demo.input.info["admissible_actions"] == live.info["admissible_actions"]
+        assert demo.action in live.info["admissible_actions"]
+
+
+def test_noisy_oracle_makes_imperfect_demonstrations(tmp_path):
+    clean = record_demos(TWENTY, tmp_path / "a.agtr", episodes=8, epsilon=0.0)
+    noisy = record_demos(TWENTY, tmp_path / "b.agtr", episodes=8, epsilon=0.5)
+    assert clean.success == 1.0 and noisy.success < 1.0
+    policy = NoisyPolicy(OraclePolicy(), 1.0, seed=0)
+    env = gym.make(TWENTY)
+    _, info = env.reset(seed=0)
+    from agentgym.agents.base import PolicyInput
+
+    gen = policy.act([PolicyInput(messages=[], info=info, env=env.unwrapped)])[0]
+    assert gen.meta["noise"] and gen.text in info["admissible_actions"]
+
+
+@pytest.mark.slow
+def test_demos_then_sft_then_gigpo_then_eval_end_to_end(tmp_path, capsys):
+    demos, sft, rl = tmp_path / "demos.agtr", tmp_path / "sft", tmp_path / "rl"
+    small = ["--d-model", "16", "--layers", "1", "--prompt-bytes", "64", "--backend", "sync"]
+    assert main(["demos", SOKOBAN, "--episodes", "12", "--out", str(demos), "--quiet"]) == 0
+    sft_args = ["train", "--env", SOKOBAN, "--algo", "sft", "--demos", str(demos)]
+    sft_args += ["--iterations", "6", "--lr", "1e-2", "--minibatch", "16", *small]
+    sft_args += ["--eval-every", "6", "--eval-tasks", "4", "--out", str(sft), "--no-progress"]
+    assert main(sft_args) == 0
+
+    # SFT lowered the demonstrations' NLL below the untrained model's (same init seed)
+    state = load_checkpoint_state(sft / "checkpoint.pt")
+    trained = TransformerPolicy.from_state_dict(state)
+    fresh = TransformerPolicy(TransformerConfig(**state["config"]), seed=0)
+    steps = demo_steps(demos)
+    before = demo_nll(fresh, demo_generations(fresh, steps))
+    after = demo_nll(trained, demo_generations(trained, steps))
+    assert after < before - 0.05, (before, after)
+
+    rl_args = ["train", "--env", SOKOBAN, "--algo", "gigpo", "--init", str(sft / "checkpoint.pt")]
+    rl_args += ["--iterations", "2", "--tasks", "1", "--group-size", "2", "--num-envs", "2"]
+    rl_args += ["--backend", "sync", "--eval-every", "2"]
+    rl_args += ["--eval-tasks", "4", "--out", str(rl), "--no-progress"]
+    assert main(rl_args) == 0
+    assert "initialised from" in capsys.readouterr().out
+    with open(sft / "eval.csv") as f:
+        sft_evals = list(csv.DictReader(f))
+    with open(rl / "eval.csv") as f:
+        rl_evals = list(csv.DictReader(f))
+    # the RL run started from the SFT weights: its first greedy held-out eval (before any RL
+    # update) is the SFT run's last one (greedy play is deterministic, same test episodes)
+    assert rl_evals[0]["test_success_greedy"] == sft_evals[-1]["test_success_greedy"]
+    rl_state = torch.load(rl / "checkpoint.pt", weights_only=False)
+    assert rl_state["train_config"]["init"] == str(sft / "checkpoint.pt")
+    assert rl_state["train_config"]["model"] == state["config"]
+    assert [int(r["iteration"]) for r in rl_evals] == [0, 2]
+    assert int(sft_evals[-1]["iteration"]) == 6
+
+    res = tmp_path / "res.jsonl"
+    eval_args = ["eval", SOKOBAN, "--policy", "checkpoint", "--checkpoint", str(rl)]
+    eval_args += ["--episodes", "4", "--mode", "greedy", "--out", str(res), "--no-progress"]
+    assert main(eval_args) == 0
+    assert "greedy" in capsys.readouterr().out
+    assert len(res.read_text().splitlines()) == 4
