@@ -1,4 +1,5 @@
-"""Sandbox: one-shot latency and throughput, session cells, session fork, pool scaling.
+"""Sandbox: one-shot latency and throughput, session cells, session fork, pool scaling,
+an A/B of today's code against the pre-isolation commit 11f859c, and a hostile soak.
 
 Baselines measured in the same run:
 * a fresh ``python3 -I -S -c`` subprocess per snippet (no isolation at all), and the same
@@ -9,15 +10,19 @@ Baselines measured in the same run:
 from __future__ import annotations
 
 import functools
+import json
 import os
+import random
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
-from agentgym.simulators.sandbox import SandboxPool, active_layers
+from agentgym.simulators.sandbox import Limits, SandboxPool, active_layers
+from agentgym.simulators.sandbox.cgroups import live_cgroups
 
 _PY = os.path.join(
     sys.base_prefix, "bin", f"python{sys.version_info.major}.{sys.version_info.minor}"
@@ -173,9 +178,246 @@ def run(quick: bool = False) -> str:
         "A one-shot run forks the warm zygote (numpy and sympy already imported), confines the "
         "child (own uid, rlimits, Landlock, inherited seccomp; inside bubblewrap namespaces and "
         "the worker's cgroups), runs the code, and cleans up its uid and work directory. A "
-        "session fork is the session process forking itself, copy-on-write.",
+        "session fork is the session process forking itself, copy-on-write, and then copying "
+        "the work dir into the copy's own directory.",
+        "",
+        *_ab_section(quick),
+        "",
+        *_soak_section(quick),
     ]
     return "\n".join(lines) + "\n"
+
+
+# ---- hostile soak -----------------------------------------------------------------------
+
+#: Hostile cells mixed into the soak, with what each tries.
+HOSTILE: dict[str, str] = {
+    "background_process": "import subprocess, sys\n"
+    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])",
+    "busy_child": "import os\nif os.fork() == 0:\n    while True:\n        pass",
+    "thread": "import threading, time\nthreading.Thread(target=time.sleep, args=(60,)).start()",
+    "control_junk": "import os\nos.write(3, b'\\x00\\x00\\x10\\x00x')",
+    "forged_fork": "import __main__\n__main__._session_fork = lambda ctl, *a: ctl",
+    "disk": "open('big', 'wb').write(b'x' * (24 << 20))",
+    "memory": "b = bytearray(2 << 30)",
+    "timeout": "while True:\n    pass",
+    "exit": "import os\nos._exit(3)",
+    "kill_parent": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)",
+    "kill_all": "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass",
+}
+
+
+def _read_others(paths: list[str]) -> str:
+    return (
+        "import glob\nfound = []\n"
+        f"for p in {paths!r} + glob.glob('/tmp/*/*/*/secret.txt') + glob.glob('/tmp/*/*/secret.txt'):\n"
+        "    try:\n        found.append(open(p).read())\n    except OSError:\n        pass\n"
+        "print(found)"
+    )
+
+
+def _pool_uids(pool: SandboxPool) -> list[int]:
+    ranges = [(w.uid_base, w.uid_base + w.n_uids) for w in pool.workers]
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                uid = os.stat(f"/proc/{name}").st_uid
+            except OSError:
+                continue
+            if any(lo <= uid < hi for lo, hi in ranges):
+                out.append(int(name))
+    return out
+
+
+def soak(
+    pool: SandboxPool, *, sessions: int, execs: int, seed: int = 0, threads: int = 16
+) -> dict[str, Any]:
+    """``execs`` calls over ``sessions`` concurrent sessions (cells, one-shot runs, forks and
+    hostile cells) from ``threads`` threads; returns counts and what was left behind.
+
+    Every session keeps a secret in a variable and a file; any output holding another
+    session's secret counts as a cross-session read.
+    """
+    rng = random.Random(seed)
+    kinds = ["cell"] * 60 + ["oneshot"] * 15 + ["fork"] * 5 + ["read_others"] * 10
+    kinds += ["hostile"] * 10
+    secrets = [f"SECRET-{seed}-{i}-{rng.getrandbits(48):x}" for i in range(sessions)]
+    for w in pool.workers:
+        w.call({"op": "ping"}, 10.0)
+    generations = sum(w.generation for w in pool.workers)
+    before = {"cgroups": live_cgroups(os.getpid()), "ping": [w.call({"op": "ping"}, 10.0)
+              for w in pool.workers]}  # fmt: skip
+    limits = Limits(timeout=1.0, memory=256 << 20, disk=64 << 20)
+    opened = [pool.session(limits=limits) for _ in range(sessions)]
+    paths: list[str] = []
+    setup = "import os\nsecret = {!r}\nopen('secret.txt', 'w').write(secret)\nos.path.abspath('secret.txt')"
+    for i, s in enumerate(opened):
+        paths.append(s.run(setup.format(secrets[i])).stdout.strip().strip("'"))
+    counts: dict[str, int] = {}
+    leaks: list[str] = []
+    plan = [(rng.randrange(sessions), rng.choice(kinds), rng.choice(sorted(HOSTILE)))
+            for _ in range(execs)]  # fmt: skip
+
+    def check(i: int, text: str, what: str) -> None:
+        for j, sec in enumerate(secrets):
+            if j != i and sec in text:
+                leaks.append(f"session {i} read session {j}'s secret via {what}")
+
+    def drive(part: int) -> None:
+        for i, kind, hostile in plan:
+            if i % threads != part:  # a session is driven by one thread only
+                continue
+            s = opened[i]
+            if kind == "cell":
+                r = s.run("secret[:7]")
+            elif kind == "oneshot":
+                r = pool.run(_read_others(paths[:8]))
+            elif kind == "fork":
+                f = s.fork()
+                r = f.run("secret")
+                f.close()
+            elif kind == "read_others":
+                r = s.run(_read_others(paths))
+            else:
+                kind = "hostile:" + hostile
+                r = s.run(HOSTILE[hostile])
+            check(i, r.stdout + r.stderr, kind)
+            key = f"{kind}:{r.status}"
+            counts[key] = counts.get(key, 0) + 1
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(threads) as ex:
+        list(ex.map(drive, range(threads)))
+    elapsed = time.perf_counter() - start
+    for s in opened:
+        s.close()
+    after_ping = [w.call({"op": "ping"}, 10.0) for w in pool.workers]
+    left = {
+        "processes": len(_pool_uids(pool)),
+        "work_dirs": sum(p["workdirs"] for p in after_ping),
+        "sessions": sum(p["sessions"] for p in after_ping),
+        "session_cgroups": sum(p["cgroups"] for p in after_ping)
+        - sum(p["cgroups"] for p in before["ping"]),
+        "host_cgroups": len(set(live_cgroups(os.getpid())) ^ set(before["cgroups"])),
+        "jail_processes": sum(p["children"] for p in after_ping)
+        - sum(p["children"] for p in before["ping"]),
+    }
+    return {"execs": sum(counts.values()), "elapsed": elapsed, "counts": counts,
+            "leaks": leaks, "left": left,
+            "restarts": sum(w.generation for w in pool.workers) - generations}  # fmt: skip
+
+
+def _soak_section(quick: bool) -> list[str]:
+    sessions, execs = (32, 1000) if quick else (128, 10_000)
+    load = os.getloadavg()[0]
+    with SandboxPool(workers=2) as pool:
+        res = soak(pool, sessions=sessions, execs=execs)
+    hostile = sum(v for k, v in res["counts"].items() if k.startswith("hostile"))
+    left = res["left"]
+    return [
+        "### Hostile soak",
+        "",
+        f"{res['execs']} calls over {sessions} concurrent sessions on a 2-worker pool from 16 "
+        f"threads: cells, one-shot runs, forks, reads of every other session's secret file and "
+        f"{hostile} hostile cells ({', '.join(sorted(HOSTILE))}); {res['elapsed']:.0f} s "
+        f"(1-minute load {load:.1f} before, {os.getloadavg()[0]:.1f} after; it competed for "
+        "the 2 cores with other engineers' work).",
+        "",
+        "| left behind after closing every session | count |",
+        "|---|---:|",
+        f"| processes of the pool's uids | {left['processes']} |",
+        f"| processes in the jails (vs before) | {left['jail_processes']} |",
+        f"| work dirs | {left['work_dirs']} |",
+        f"| sessions | {left['sessions']} |",
+        f"| per-session cgroups (vs before) | {left['session_cgroups']} |",
+        f"| host cgroups (vs before) | {left['host_cgroups']} |",
+        f"| reads of another session's secret | {len(res['leaks'])} |",
+        f"| worker restarts | {res['restarts']} |",
+        "",
+        "Outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(res["counts"].items())) + ".",
+    ]
+
+
+# ---- A/B against the code before the isolation work (commit 11f859c) ---------------------
+
+_AB_CHILD = """
+import json, subprocess, sys, time, statistics
+from agentgym.simulators.sandbox import SandboxPool
+py, n = sys.argv[1], int(sys.argv[2])
+out = {"oneshot": [], "cell": [], "fresh": []}
+with SandboxPool(workers=1) as pool:
+    with pool.session() as s:
+        s.run("x = 0")
+        for _ in range(5):
+            pool.run("x = 1"); s.run("x += 1")
+        for i in range(n):
+            t = time.perf_counter(); pool.run("x = sum(range(100))")
+            out["oneshot"].append((time.perf_counter() - t) * 1000)
+            for _ in range(3):
+                t = time.perf_counter(); s.run("x += 1")
+                out["cell"].append((time.perf_counter() - t) * 1000)
+            if i % 3 == 0:
+                t = time.perf_counter()
+                subprocess.run([py, "-I", "-S", "-c", "x = sum(range(100))"], check=True)
+                out["fresh"].append((time.perf_counter() - t) * 1000)
+print(json.dumps({k: statistics.median(v) for k, v in out.items()}))
+"""
+
+
+def _base_tree() -> str | None:
+    """A package dir importing 11f859c's code (``git worktree add /tmp/base 11f859c``)."""
+    base = os.environ.get("AGENTGYM_BENCH_BASE", "/tmp/base")
+    if not os.path.isdir(os.path.join(base, "simulators", "sandbox")):
+        return None
+    shadow = os.path.join(os.path.dirname(base), "agentgym-bench-base")
+    pkg = os.path.join(shadow, "agentgym")
+    os.makedirs(pkg, exist_ok=True)
+    links = {
+        n: os.path.join(base, "agentgym", n) for n in os.listdir(os.path.join(base, "agentgym"))
+    }
+    links.update({n: os.path.join(base, n) for n in ("simulators", "envs", "wrappers")})
+    for name, target in links.items():
+        if not os.path.lexists(os.path.join(pkg, name)):
+            os.symlink(target, os.path.join(pkg, name))
+    return shadow
+
+
+def _ab_section(quick: bool) -> list[str]:
+    shadow = _base_tree()
+    if shadow is None:
+        return ["### Before/after (11f859c)", "", "Skipped: no worktree of 11f859c at /tmp/base."]
+    n = 40 if quick else 150
+    runs: dict[str, list[dict[str, float]]] = {"new": [], "old": []}
+    for _ in range(2 if quick else 3):  # ABAB...
+        for tag in ("new", "old"):
+            env = dict(os.environ)
+            if tag == "old":
+                env["PYTHONPATH"] = shadow
+            out = subprocess.run([sys.executable, "-c", _AB_CHILD, _PY, str(n)], env=env,
+                                 capture_output=True, text=True, check=True, cwd="/")  # fmt: skip
+            runs[tag].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    rows = []
+    for key, label in (("oneshot", "one-shot run `x = sum(range(100))`"),
+                       ("cell", "session cell `x += 1`"),
+                       ("fresh", "baseline: fresh `python3 -I -S -c`")):  # fmt: skip
+        new = [r[key] for r in runs["new"]]
+        old = [r[key] for r in runs["old"]]
+        ratio = statistics.median(new) / statistics.median(old)
+        rows.append(f"| {label} | {min(new):.3f} / {statistics.median(new):.3f} | "
+                    f"{min(old):.3f} / {statistics.median(old):.3f} | {ratio:.2f} |")  # fmt: skip
+    return [
+        "### Before/after the isolation work (issue 13)",
+        "",
+        f"Today's code against commit 11f859c, each in its own process with a 1-worker pool, "
+        f"alternating new/old {len(runs['new'])} times (ABAB); each round takes the median of "
+        f"{n} one-shot runs, {3 * n} session cells and {n // 3 + 1} fresh interpreters, "
+        "interleaved call by call. Cells: min / median over rounds of the per-round median, ms.",
+        "",
+        "| operation | now | 11f859c | now / before (medians) |",
+        "|---|---:|---:|---:|",
+        *rows,
+    ]
 
 
 def _site() -> str:

@@ -708,14 +708,17 @@ class Worker:
         status = got["status"]
         if status is None and reply is None:
             status = "dead"
+        oom = False
         if status is not None:  # timeout, output flood or the session died: it is gone
+            lineage = self.lineages.get(s["uid"])
+            oom = status == "dead" and lineage is not None and _oom_killed(lineage["cg"])
             self._drop_session(s)
         else:
             status = "ok" if reply.get("ok") is True else "error"
         return {
             "status": status, "stdout": got["stdout"], "stderr": got["stderr"],
             "stdout_dropped": got["stdout_truncated"], "stderr_dropped": got["stderr_truncated"],
-            "duration": time.monotonic() - start, "reply": reply,
+            "duration": time.monotonic() - start, "reply": reply, "oom": oom,
         }  # fmt: skip
 
     def _sweep(self, uid: int) -> str:
@@ -772,6 +775,11 @@ class Worker:
         out = self._session_call(s, {"op": "run", "code": req["code"]}, timeout)
         out.pop("reply", None)
         note = self._sweep(s["uid"])
+        if out.pop("oom", False):
+            limits = s["limits"]
+            quota = (int(limits.get("memory", 0)) + int(limits.get("disk", 0))) >> 20
+            note = (f"[the session was killed: its memory plus files reached its quota of "
+                    f"{quota} MB; it will be rebuilt from the previous cells]")  # fmt: skip
         if note:
             out["stderr"] += (
                 ("\n" if out["stderr"] and not out["stderr"].endswith("\n") else "") + note + "\n"
@@ -802,7 +810,7 @@ class Worker:
         try:
             if not self._send_ctl(s, {"op": "fork", "dir": workdir}, 5.0):
                 raise OSError("control channel closed")
-            deadline = time.monotonic() + 30.0  # the copy of the work dir happens first
+            deadline = time.monotonic() + 5.0  # the copy of the work dir happens first
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0 or not select.select([ctl], [], [], left)[0]:
@@ -1117,6 +1125,19 @@ def _pidfd(pid: int) -> int | None:
         return os.pidfd_open(pid)
     except OSError:
         return None
+
+
+def _oom_killed(cg: list[str]) -> bool:
+    """Whether the OOM killer ran in the memory cgroup among ``cg`` (v1 ``oom_kill`` count)."""
+    for path in cg:
+        try:
+            with open(os.path.join(path, "memory.oom_control")) as fh:
+                for line in fh:
+                    if line.startswith("oom_kill "):
+                        return int(line.split()[1]) > 0
+        except (OSError, ValueError):
+            continue
+    return False
 
 
 def _threads(pid: int) -> int:

@@ -145,6 +145,7 @@ def test_s4_disk_and_memory_quota_per_session(one: SandboxPool) -> None:
         )
         wrote = [int(w.split()[1]) for w in r.stdout.splitlines() if w.startswith("wrote")]
         assert r.status != "ok" or (wrote and wrote[0] < 400), r
+        assert "quota" in r.stderr or "refused" in r.stdout, r  # the observation says why
         r = neighbour.run("b = bytearray(320 << 20)\nlen(b) >> 20")
         assert r.ok and r.stdout.strip() == "320", r
         assert one.run("print('alive')").stdout == "alive\n"
