@@ -15,7 +15,7 @@ from agentgym.simulators.sandbox.layers import (
     detect_layers,
 )
 from agentgym.simulators.sandbox.pool import ExecResult, SandboxPool, default_pool
-from agentgym.simulators.sandbox.session import Session
+from agentgym.simulators.sandbox.session import SandboxFullError, Session
 from agentgym.simulators.sandbox.worker import Limits, SandboxConfig, WorkerCrashedError
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "GradeReport",
     "Limits",
     "SandboxConfig",
+    "SandboxFullError",
     "SandboxPool",
     "SandboxUnavailableError",
     "Session",
