@@ -142,6 +142,7 @@ class SandboxPool:
             for w in self._workers:
                 with w.lock:
                     w.stop()
+                    w.release()
             raise errors[0]
 
     # ---- one-shot runs ------------------------------------------------------------------
