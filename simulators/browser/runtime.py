@@ -15,6 +15,10 @@ memory drifts over thousands of steps.
 Nothing leaves the machine: the context routes every request that is not for the site
 server's port on ``*.localhost`` to an abort, and Chromium's host resolver maps every other
 name to nothing.
+
+Chromium runs with its own sandbox where the machine allows it (also as root, through an
+unprivileged uid; see :mod:`.sandbox`), else with ``--no-sandbox`` and a warning;
+``runtime.sandboxed`` says which.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from agentgym.simulators.browser.sandbox import SandboxLauncher, sandbox_mode
 from agentgym.simulators.browser.server import SiteServer, static_text
 from agentgym.simulators.browser.site import Site
 
@@ -43,7 +48,6 @@ T = TypeVar("T")
 
 CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/lib/chromium-browser/chromium-browser")
 CHROMIUM_FLAGS = (
-    "--no-sandbox",
     "--disable-gpu",
     "--disable-quic",
     "--no-first-run",
@@ -108,8 +112,16 @@ class BrowserRuntime:
         headless: bool = True,
         launch_timeout: float = 60.0,
         recycle_after: int = 200,
+        sandbox: bool | None = None,
     ):
+        """``sandbox``: True requires Chromium's sandbox, False turns it off, None (default;
+        or the ``AGENTGYM_BROWSER_SANDBOX`` variable) tries it and falls back to
+        ``--no-sandbox`` with a warning where the machine cannot run it."""
         self.executable_path = find_chromium(executable_path)
+        self.sandbox = sandbox_mode(sandbox)
+        self.sandboxed: bool | None = None
+        """Whether the running Chromium has its sandbox (None before the first launch)."""
+        self._launcher: SandboxLauncher | None = None
         self._async_playwright = _import_playwright()
         self.headless = headless
         self.launch_timeout = launch_timeout
@@ -168,14 +180,45 @@ class BrowserRuntime:
         self._pw = await self._async_playwright().start()
         await self._launch()
 
-    async def _launch(self) -> None:
+    async def _launch_chromium(self, sandboxed: bool) -> Any:
         args = [*CHROMIUM_FLAGS, f"--agentgym-runtime={self.token}"]
-        self._browser = await self._pw.chromium.launch(
-            executable_path=self.executable_path,
+        executable = self.executable_path
+        if sandboxed:
+            if self._launcher is None:
+                self._launcher = SandboxLauncher(self.executable_path)
+            executable = self._launcher.executable
+        return await self._pw.chromium.launch(
+            executable_path=executable,
             headless=self.headless,
             args=args,
+            chromium_sandbox=sandboxed,  # False makes Playwright add --no-sandbox
             timeout=self.launch_timeout * 1000,
         )
+
+    async def _launch(self) -> None:
+        if self.sandboxed is None and self.sandbox is not False:
+            # First launch: find out whether the sandbox can run here (a failure is fast).
+            try:
+                self._browser = await self._launch_chromium(True)
+                self.sandboxed = True
+            except Exception as exc:
+                if self.sandbox:
+                    raise RuntimeError(
+                        "Chromium's sandbox could not start (sandbox=True / "
+                        f"AGENTGYM_BROWSER_SANDBOX=1): {str(exc).splitlines()[0][:300]}. It needs "
+                        "unprivileged user namespaces and, as root, setpriv; see docs/web.md."
+                    ) from exc
+                logger.warning(
+                    "Chromium's sandbox could not start here (%s); running it with "
+                    "--no-sandbox. See docs/web.md.",
+                    str(exc).splitlines()[0][:200],
+                )
+                self.sandboxed = False
+                self._browser = await self._launch_chromium(False)
+        else:
+            if self.sandboxed is None:
+                self.sandboxed = False
+            self._browser = await self._launch_chromium(self.sandboxed)
         self._context = await self._browser.new_context(
             viewport=VIEWPORT,
             device_scale_factor=1,
@@ -372,6 +415,8 @@ class BrowserRuntime:
         self._closed = True
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5.0)
+        if self._launcher is not None:
+            self._launcher.cleanup()
 
     async def _shutdown(self) -> None:
         for coro_fn in (
