@@ -13,7 +13,13 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.spaces.utils import flatten, unflatten
 from gymnasium.vector import AsyncVectorEnv
-from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
+from gymnasium.vector.utils import (
+    batch_differing_spaces,
+    batch_space,
+    concatenate,
+    create_empty_array,
+    iterate,
+)
 
 import agentgym
 from agentgym import space_utils
@@ -129,6 +135,10 @@ def test_batch_iterate_concatenate_over_the_observation_space():
     assert out in batched
     for got, want in zip(iterate(batched, out), items, strict=True):
         assert _same(got, want)
+    # envs whose bounds differ (observation_mode="different") batch too
+    texts = [agentgym.spaces.UnicodeText(10), agentgym.spaces.UnicodeText(20)]
+    mixed = batch_differing_spaces(texts)
+    assert ("a" * 10, "b" * 20) in mixed and ("a" * 11, "b") not in mixed
 
 
 def test_flatten_observation_wrapper_on_visual_env_is_lossless():
