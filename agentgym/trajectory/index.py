@@ -92,6 +92,16 @@ def build_index(path: str | os.PathLike[str], *, write: bool = True) -> list[dic
     return out
 
 
+def _valid_row(row: Any) -> bool:
+    """A damaged index row makes the whole index stale (it is rebuilt), never an error."""
+    return (
+        isinstance(row, dict)
+        and isinstance(row.get("episode_id"), str)
+        and isinstance(row.get("offsets"), list)
+        and all(isinstance(o, int) and not isinstance(o, bool) for o in row["offsets"])
+    )
+
+
 def load_index(path: str | os.PathLike[str]) -> list[dict[str, Any]] | None:
     """The sidecar rows if an index exists and matches the file (size and header), else None."""
     ipath = index_path(path)
@@ -101,6 +111,8 @@ def load_index(path: str | os.PathLike[str]) -> list[dict[str, Any]] | None:
             isinstance(data, dict)
             and data.get("version") == INDEX_VERSION
             and data.get("fingerprint") == _fingerprint(path)
+            and isinstance(data.get("episodes"), list)
+            and all(_valid_row(row) for row in data["episodes"])
         ):
             return list(data["episodes"])
     except (OSError, ValueError, KeyError, TypeError, msgpack.ExtraData):

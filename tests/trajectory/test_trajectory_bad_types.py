@@ -84,3 +84,19 @@ def test_cli_reports_bad_types_without_a_traceback(
     else:
         assert code == 0
         assert "invalid_field" in err  # the damage is named, not hidden
+
+
+def test_sidecar_index_with_wrong_row_types_is_rebuilt_not_trusted(sokoban_file: Path):
+    import msgpack
+
+    from agentgym.trajectory.index import build_index, index_path
+
+    rows = build_index(sokoban_file)
+    ipath = index_path(sokoban_file)
+    data = msgpack.unpackb(ipath.read_bytes(), raw=False)
+    data["episodes"] = [{"episode_id": rows[0]["episode_id"], "offsets": "abc"}, 5]
+    ipath.write_bytes(msgpack.packb(data, use_bin_type=True))  # fingerprint still matches
+    assert trj.load_index(sokoban_file) is None
+    with trj.open(sokoban_file) as reader:
+        ep = reader.episode(rows[0]["episode_id"])  # raised TypeError before
+    assert ep.complete and ep.length == rows[0]["length"]
