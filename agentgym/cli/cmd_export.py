@@ -12,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from agentgym.error import AgentGymError
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -48,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
             min_return=args.min_return,
             task_id=args.task,
         )
+    except AgentGymError:
+        raise  # main() prints it as one line
     except OSError as exc:  # a directory, no permission, a full disk...
         print(
             f"agentgym export: error: cannot read {args.file} or write {out}: {exc}",

@@ -11,6 +11,8 @@ import argparse
 import json
 import sys
 
+from agentgym.error import AgentGymError
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -45,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
             max_episodes=args.max_episodes,
             reward_tol=args.reward_tol,
         )
+    except AgentGymError:
+        raise  # main() prints it as one line
     except OSError as exc:  # a directory, no permission...
         print(f"agentgym replay: error: cannot read {args.file}: {exc}", file=sys.stderr)
         return 2

@@ -11,6 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from agentgym.error import AgentGymError
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -37,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
     problems: list[Problem] = []
     try:
         render_html(args.file, out, max_episodes=args.max_episodes, problems=problems)
+    except AgentGymError:
+        raise  # main() prints it as one line
     except OSError as exc:  # a directory, no permission, a full disk...
         print(
             f"agentgym view: error: cannot read {args.file} or write {out}: {exc}", file=sys.stderr
