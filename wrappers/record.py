@@ -49,7 +49,8 @@ class Record(gym.Wrapper):
         path_or_recorder: An ``.agtr`` path (this wrapper owns and closes the file) or a shared
             :class:`~agentgym.trajectory.Recorder`.
         fsync: ``fsync`` every frame (only when given a path).
-        mode: ``"w"`` or ``"a"`` (only when given a path).
+        mode: ``"w"`` or ``"a"`` (only when given a path); with ``"a"`` wrappers in several
+            processes may record into one file (locked appends, see docs/trajectory.md).
         env_kwargs: Override the constructor kwargs stored for replay (default: ``env.spec``'s).
     """
 

@@ -59,7 +59,8 @@ class Recorder:
         path: Output file.
         fsync: ``fsync`` after each frame (power-loss safe, slower). Every frame is written
             to the OS immediately either way, so a killed process loses at most one frame.
-        mode: ``"w"`` (new file) or ``"a"`` (append; a torn tail from a crash is cut first).
+        mode: ``"w"`` (new file, one writer) or ``"a"`` (append; a torn tail from a crash is
+            cut first; any number of ``"a"`` recorders, in any processes, may share the file).
         env_id: The file's main env id, written in the header (episodes carry their own).
         drop_info_keys: Info keys not to store.
         observation_role: Chat role of env feedback in the recorded messages.
