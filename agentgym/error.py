@@ -55,3 +55,23 @@ class DependencyMissingError(AgentGymError, ImportError):
 
 class ConformanceError(AgentGymError, AssertionError):
     """An env broke the agentgym contract (raised by agentgym.testing)."""
+
+
+class MultiAgentEnvError(AgentGymError):
+    """A multi-agent (PettingZoo) id was built or played as a single-agent Gymnasium env."""
+
+    def __init__(self, env_id: str, where: str = "gym.make"):
+        super().__init__(
+            f"{env_id!r} is a multi-agent env (a PettingZoo ParallelEnv with several seats), "
+            f"so {where} cannot build it. Build it with agentgym.make_multi({env_id!r}); "
+            "`agentgym list` marks these ids 'multi'."
+        )
+        self.env_id = env_id
+
+
+class InvalidEnvironmentVariableError(AgentGymError, ValueError):
+    """An ``AGENTGYM_*`` environment variable is set to a value that cannot be used."""
+
+    def __init__(self, name: str, value: str, problem: str, fix: str):
+        super().__init__(f"{name}={value!r} {problem}. {fix}")
+        self.name = name

@@ -25,7 +25,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentgym.error import InvalidConfigError, UnknownEnvError
+from agentgym.error import InvalidConfigError, MultiAgentEnvError, UnknownEnvError
 
 logger = logging.getLogger(__name__)
 
@@ -89,15 +89,40 @@ def register(
         max_episode_steps=max_episode_steps,
     )
     _RECORDS[id] = record
-    if not multi_agent:
-        if id in gym.registry:
-            del gym.registry[id]  # re-registration (e.g. a reloaded module) replaces quietly
+    if id in gym.registry:
+        del gym.registry[id]  # re-registration (e.g. a reloaded module) replaces quietly
+    if multi_agent:
+        # Listed so that gym.make names the right constructor instead of "doesn't exist".
         gym.register(
-            id=id,
-            entry_point=entry_point,
-            kwargs=dict(kwargs or {}),
-            max_episode_steps=max_episode_steps,
+            id=id, entry_point=f"{__name__}:refuse_multi_agent", kwargs={"agentgym_id": id}
         )
+        return
+    gym.register(
+        id=id,
+        entry_point=entry_point,
+        kwargs=dict(kwargs or {}),
+        max_episode_steps=max_episode_steps,
+    )
+
+
+def refuse_multi_agent(agentgym_id: str, **_: Any) -> Any:
+    """Gymnasium's entry point for a multi-agent id: raise a :class:`MultiAgentEnvError`.
+
+    >>> import gymnasium as gym
+    >>> gym.make("agentgym/Negotiation-v0")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    agentgym.error.MultiAgentEnvError: 'agentgym/Negotiation-v0' is a multi-agent env ...
+    """
+    raise MultiAgentEnvError(agentgym_id)
+
+
+def single_agent_record(env_id: str, where: str) -> EnvRecord:
+    """The record of a single-agent id; a multi-agent one raises a pointer to make_multi."""
+    record = get_record(env_id)
+    if record.multi_agent:
+        raise MultiAgentEnvError(record.id, where)
+    return record
 
 
 def list_envs(family: str | None = None, *, multi_agent: bool | None = None) -> list[EnvRecord]:

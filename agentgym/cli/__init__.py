@@ -9,15 +9,24 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from agentgym.error import AgentGymError
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (exit code 2); subcommand parsers inherit it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="agentgym",
         description=(
             "Environments for multi-turn agentic RL of LLM and VLM agents. "
@@ -44,7 +53,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        # The reader went away (`agentgym list | head`): stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except AgentGymError as exc:
         print(f"agentgym {args.command}: error: {exc}", file=sys.stderr)
         return 2

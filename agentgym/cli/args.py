@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+import inspect
 import json
 from typing import Any
 
 from agentgym.error import InvalidConfigError
+from agentgym.registry import EnvRecord, single_agent_record
 
 
 def json_object(text: str, flag: str = "--env-kwargs") -> dict[str, Any]:
@@ -20,3 +23,84 @@ def json_object(text: str, flag: str = "--env-kwargs") -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InvalidConfigError(f"{flag} must be a JSON object, got {text!r}. {example}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0 (seeds), so ``--seed -5`` is a usage error, not numpy's."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer >= 0, got {value} (seeds are non-negative; try {-value})"
+        )
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (episode and env counts)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+#: Keyword arguments ``gym.make`` takes for itself rather than passing to the env class.
+GYM_MAKE_KWARGS = frozenset(
+    {"max_episode_steps", "autoreset", "apply_api_compatibility", "disable_env_checker"}
+)
+
+
+def check_env_args(env_id: str, env_kwargs: dict[str, Any], command: str) -> EnvRecord:
+    """The record of a single-agent ``env_id`` whose class accepts every key of ``env_kwargs``.
+
+    Raises a typed error before any env is built (in a worker thread or process, where the
+    constructor's TypeError would surface as a long traceback): a multi-agent id points to
+    ``agentgym.make_multi``, an unknown keyword lists the ones the env takes.
+    """
+    record = single_agent_record(env_id, f"`agentgym {command}`")
+    try:
+        cls = record.load()
+        params = inspect.signature(cls).parameters.values()
+    except (ImportError, AttributeError, ValueError, TypeError):
+        return record  # cannot inspect: let the env's own error speak
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return record
+    names = {p.name for p in params if p.name != "self"}
+    unknown = sorted(set(env_kwargs) - names - GYM_MAKE_KWARGS)
+    if unknown:
+        accepted = ", ".join(sorted(names)) or "(none)"
+        raise InvalidConfigError(
+            f"--env-kwargs: {record.id} takes no keyword {', '.join(map(repr, unknown))}. "
+            f"It accepts: {accepted}."
+        )
+    return record
+
+
+def check_device(device: str) -> str:
+    """``device`` if torch can use it here; else a typed error saying what is available."""
+    if device == "cpu":
+        return device
+    if not device.startswith(("cuda", "mps")):
+        raise InvalidConfigError(f"--device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}.")
+    import torch
+
+    if device.startswith("mps"):
+        ok = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+    else:
+        ok = torch.cuda.is_available()
+        if ok and ":" in device:
+            index = device.split(":", 1)[1]
+            ok = index.isdigit() and int(index) < torch.cuda.device_count()
+    if not ok:
+        build = f"torch {torch.__version__}" + ("" if torch.version.cuda else ", a CPU-only build")
+        raise InvalidConfigError(
+            f"--device {device}: no such GPU is available here ({build}; "
+            f"{torch.cuda.device_count()} CUDA devices). Use --device cpu, or install a CUDA "
+            "build of torch on a machine with a GPU."
+        )
+    return device

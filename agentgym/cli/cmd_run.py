@@ -3,6 +3,7 @@
 Examples:
     agentgym run agentgym/Sokoban-Small-v0 --policy oracle --episodes 20
     agentgym run Sokoban-Tiny-v0 --policy random --episodes 100 --record runs/tiny.agtr
+    agentgym run Sokoban-Tiny-v0 --env-kwargs '{"max_turns": 4}'
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentgym.agents import make_policy
+from agentgym.cli.args import check_env_args, json_object, non_negative_int, positive_int
 from agentgym.episodes import EpisodeSummary, play
-from agentgym.registry import get_record
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,10 +33,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         choices=["random", "oracle"],
         help="random: uniform over well-formed actions; oracle: the env's privileged solver",
     )
-    p.add_argument("--episodes", type=int, default=10, help="how many episodes (default 10)")
-    p.add_argument("--seed", type=int, default=0, help="episode k is reset with seed+k (default 0)")
-    p.add_argument("--num-envs", type=int, default=4, help="envs stepped concurrently (default 4)")
+    p.add_argument(
+        "--episodes", type=positive_int, default=10, help="how many episodes (default 10)"
+    )
+    p.add_argument(
+        "--seed",
+        type=non_negative_int,
+        default=0,
+        help="episode k is reset with seed+k (default 0)",
+    )
+    p.add_argument(
+        "--num-envs", type=positive_int, default=4, help="envs stepped concurrently (default 4)"
+    )
     p.add_argument("--split", choices=["train", "test"], default=None, help="task split")
+    p.add_argument(
+        "--env-kwargs",
+        default="{}",
+        metavar="JSON",
+        help="""keyword arguments for gym.make, e.g. '{"max_turns": 8}'""",
+    )
     p.add_argument("--record", metavar="FILE", help="write every step to this .agtr file")
     p.add_argument("--json", action="store_true", help="print per-episode results as JSON lines")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -82,15 +98,17 @@ def play_and_maybe_record(
 
 
 def run(args: argparse.Namespace) -> int:
-    record = get_record(args.env_id)
-    env_kwargs = {"split": args.split} if args.split else None
+    env_kwargs = json_object(args.env_kwargs)
+    if args.split:
+        env_kwargs["split"] = args.split
+    record = check_env_args(args.env_id, env_kwargs, "run")
     summaries = play_and_maybe_record(
         record.id,
         args.policy,
         episodes=args.episodes,
         seed=args.seed,
         num_envs=args.num_envs,
-        env_kwargs=env_kwargs,
+        env_kwargs=env_kwargs or None,
         record=args.record,
         progress=not args.quiet,
     )

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 
-from agentgym.cli.args import json_object
+from agentgym.cli.args import check_device, check_env_args, json_object
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -126,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
     env_kwargs = json_object(args.env_kwargs)
     if args.max_turns is not None:
         env_kwargs["max_turns"] = args.max_turns
+    check_env_args(args.env, env_kwargs, "train")  # typed errors before any env is built
+    check_device(args.device)
     cfg = TrainConfig(
         env_id=args.env,
         algo=args.algo,

@@ -164,6 +164,7 @@ class VisualEnv(AgentEnv):
             )
             calls = calls[: self.max_calls_per_turn]
         components: dict[str, float] = {"redundant": 0.0, "zoom": 0.0, "ocr": 0.0}
+        system_errors: list[str] = []
         lines: list[str] = []
         images: list[np.ndarray] = []
         if action.answer is not None and calls:
@@ -183,6 +184,11 @@ class VisualEnv(AgentEnv):
             if not result.ok:
                 problems.append(str(result.error))
                 continue
+            if result.system_error:  # the host's fault (no tesseract): reported, not penalised
+                self._calls.discard(key)  # nor is a retry after the host is fixed
+                system_errors.append(result.system_error)
+                lines.append(prefix + result.text)
+                continue
             if call.name != "calculate":  # arithmetic alone does not look at the image
                 self._used_tool = True
             lines.append(prefix + result.text)
@@ -199,6 +205,7 @@ class VisualEnv(AgentEnv):
                 components=components,
                 action_valid=not problems,
                 error="\n".join(problems) if problems else None,
+                info={"system_error": system_errors[0]} if system_errors else {},
             )
         correct = is_correct(action.answer, scene.answer, scene.answer_type, scene.tolerance)
         components["outcome"] = 1.0 if correct else 0.0
@@ -214,6 +221,7 @@ class VisualEnv(AgentEnv):
             success=correct,
             action_valid=not problems,
             error="\n".join(problems) if problems else None,
+            info={"system_error": system_errors[0]} if system_errors else {},
         )
 
     def _credit(

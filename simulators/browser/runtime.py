@@ -41,7 +41,7 @@ from agentgym.simulators.browser.sandbox import SandboxLauncher, sandbox_mode
 from agentgym.simulators.browser.server import SiteServer, static_text
 from agentgym.simulators.browser.site import Site
 
-from agentgym.error import DependencyMissingError
+from agentgym.error import DependencyMissingError, InvalidEnvironmentVariableError
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -62,8 +62,15 @@ VIEWPORT = {"width": 1024, "height": 768}
 
 
 def find_chromium(explicit: str | None = None) -> str:
-    """The Chromium binary to launch, or a DependencyMissingError saying how to get one."""
-    for path in (explicit, os.environ.get("AGENTGYM_CHROMIUM"), *CHROMIUM_CANDIDATES):
+    """The Chromium binary to launch, or a DependencyMissingError saying how to get one.
+
+    A set ``AGENTGYM_CHROMIUM`` is the user's explicit choice: when it names no runnable
+    browser this raises an error naming the variable instead of falling back silently.
+    """
+    env_path = os.environ.get("AGENTGYM_CHROMIUM")
+    if not explicit and env_path:
+        return check_chromium_binary(env_path, "AGENTGYM_CHROMIUM")
+    for path in (explicit, *CHROMIUM_CANDIDATES):
         if path and os.path.isfile(path) and os.access(path, os.X_OK):
             return path
     which = shutil.which("chromium")
@@ -73,6 +80,35 @@ def find_chromium(explicit: str | None = None) -> str:
         "Chromium (the real browser binary, e.g. /usr/lib/chromium/chromium)",
         "apt-get install -y chromium   (or set AGENTGYM_CHROMIUM=/path/to/chrome)",
     )
+
+
+def check_chromium_binary(path: str, variable: str) -> str:
+    """``path`` if it is a Chromium that answers ``--version``; else a typed error naming
+    ``variable`` (a missing file, a non-executable one, or a binary that fails to start)."""
+    import subprocess
+
+    fix = f"Point {variable} at a Chromium binary (e.g. /usr/lib/chromium/chromium) or unset it."
+    if not os.path.isfile(path):
+        raise InvalidEnvironmentVariableError(variable, path, "names no file", fix)
+    if not os.access(path, os.X_OK):
+        raise InvalidEnvironmentVariableError(variable, path, "is not executable", fix)
+    try:
+        out = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InvalidEnvironmentVariableError(
+            variable, path, f"could not be started ({exc})", fix
+        ) from None
+    if out.returncode != 0 or "chrom" not in (out.stdout + out.stderr).lower():
+        detail = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise InvalidEnvironmentVariableError(
+            variable,
+            path,
+            f"is not a working Chromium (`--version` exited {out.returncode}: {detail[0][:120]})",
+            fix,
+        )
+    return path
 
 
 def _import_playwright() -> Any:

@@ -2,14 +2,18 @@
 
 Real OCR, not a lookup of the scene graph: the tool reads pixels. Tesseract runs with
 ``OMP_THREAD_LIMIT=1`` unless the variable is already set (small crops OCR faster on one
-thread, and pooled envs do not oversubscribe the cores). Failures (tesseract not
-installed, a timeout) become a :class:`OcrError` that the tool reports to the agent.
+thread, and pooled envs do not oversubscribe the cores). A timeout becomes an
+:class:`OcrError` that the tool reports to the agent (a smaller region helps). A missing
+tesseract is the host's fault, not the agent's: it is an :class:`OcrUnavailableError`, warned
+about once per process, which the visual envs report in ``info["system_error"]`` without a
+format penalty (``agentgym doctor`` checks for it too).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import warnings
 from functools import lru_cache
 
 from PIL import Image
@@ -29,19 +33,42 @@ class OcrError(RuntimeError):
     """OCR could not run; the message says why and how to fix it."""
 
 
+class OcrUnavailableError(OcrError):
+    """tesseract (or pytesseract) is not installed on this host: a setup problem to fix."""
+
+
+_warned = False
+
+
+def _unavailable(message: str) -> OcrUnavailableError:
+    """The error for a missing OCR engine, warned about once per process."""
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(
+            f"agentgym visual envs: OCR is unavailable on this host ({message}). The ocr tool "
+            "reports this in info['system_error'] instead of reading text, so the oracle and "
+            "agents cannot read printed values. Run `agentgym doctor`.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        logger.error("OCR is unavailable: %s", message)
+    return OcrUnavailableError(message)
+
+
 @lru_cache(maxsize=1)
 def tesseract_version() -> str:
     """The installed tesseract version, or raise :class:`OcrError` when it is missing."""
     try:
         import pytesseract
     except ImportError as exc:
-        raise OcrError("pytesseract is not installed: pip install 'agentgym[visual]'.") from exc
+        raise _unavailable("pytesseract is not installed: pip install 'agentgym[visual]'") from exc
     try:
         return str(pytesseract.get_tesseract_version())
     except Exception as exc:
-        raise OcrError(
+        raise _unavailable(
             "the tesseract binary was not found: apt-get install tesseract-ocr "
-            f"(or set pytesseract.pytesseract.tesseract_cmd). ({exc})"
+            f"tesseract-ocr-eng (or set pytesseract.pytesseract.tesseract_cmd). ({exc})"
         ) from exc
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 from agentgym.simulators.visual.calc import CalcError, calculate
-from agentgym.simulators.visual.ocr import OcrError, read_text
+from agentgym.simulators.visual.ocr import OcrError, OcrUnavailableError, read_text
 from agentgym.simulators.visual.scene import Box, Scene
 from PIL import Image, ImageDraw, ImageEnhance, ImageFilter, ImageOps
 
@@ -79,6 +79,7 @@ class ToolResult:
     image: np.ndarray | None = None
     error: str | None = None
     region: Box | None = None  # the view box the call looked at, after clipping
+    system_error: str | None = None  # the host cannot run this tool (not the agent's fault)
 
     @property
     def ok(self) -> bool:
@@ -352,6 +353,10 @@ def ocr(scene: Scene, box: Sequence[Any], angle: Any = 0.0, enhance: Any = False
     crop = _source_crop(scene, region)
     try:
         text = read_text(prepare_for_ocr(crop, turn % 360.0, bool(enhance)))
+    except OcrUnavailableError as exc:
+        message = f"OCR is not installed on this host ({exc})"
+        return ToolResult(f"ocr could not run: {message}. This is not your mistake.",
+                          system_error=message)  # fmt: skip
     except OcrError as exc:
         raise ToolError(f"OCR is unavailable: {exc}") from None
     body = text if text else "(no text found)"
