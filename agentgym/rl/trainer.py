@@ -566,11 +566,15 @@ class Trainer:
             title=f"{self.cfg.env_id} ({self.cfg.algo})",
             heldout={self.cfg.algo: self.evals} if self.evals else None,
         )
-        if self._tb is not None and self.metrics:
-            row = self.metrics[-1]
+
+    def _log_tensorboard(self, row: dict[str, Any]) -> None:
+        """One iteration's metrics as ``train/*`` scalars against env steps."""
+        if self._tb is not None:
             for name in METRIC_FIELDS:
                 value = row.get(name)
-                if name not in ("iteration", "env_steps") and isinstance(value, int | float):
+                if name in ("iteration", "env_steps") or name.startswith("test_"):
+                    continue  # test/* scalars are written when the evaluation runs
+                if isinstance(value, int | float):
                     self._tb.add_scalar(f"train/{name}", value, global_step=row["env_steps"])
             self._tb.flush()
 
@@ -625,6 +629,7 @@ class Trainer:
                     bar.set_postfix(nll=f"{row['demo_nll']:.3f}")
                 else:
                     bar.set_postfix(success=f"{row['success']:.2f}", steps=row["env_steps"])
+                self._log_tensorboard(row)
                 if self.out is not None:
                     self._write_logs()
                     if self.iteration % cfg.checkpoint_every == 0:
