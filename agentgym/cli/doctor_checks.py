@@ -14,6 +14,7 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -96,7 +97,10 @@ def _tesseract() -> Part:
 
     fix = "apt-get install tesseract-ocr tesseract-ocr-eng; pip install 'agentgym[visual]'"
     try:
-        return Part("tesseract", ("visual",), True, f"tesseract {tesseract_version()}", fix)
+        with warnings.catch_warnings():  # the doctor reports it below; no second warning
+            warnings.simplefilter("ignore", RuntimeWarning)
+            version = tesseract_version()
+        return Part("tesseract", ("visual",), True, f"tesseract {version}", fix)
     except OcrError as exc:
         return Part("tesseract", ("visual",), False, str(exc), fix)
 

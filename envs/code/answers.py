@@ -18,6 +18,8 @@ here is bounded whatever the string:
     (True, True)
     >>> answers_match("5", "1e400"), answers_match("5", "((9**64)**64)**64")
     (False, False)
+    >>> answers_match("12", "1.2e1"), answers_match("4", "2**(1+1)"), answers_match("1/3", "0.333")
+    (True, True, False)
 """
 
 from __future__ import annotations
