@@ -181,12 +181,15 @@ def assistant_text(turn: AssistantTurn) -> str:
     content = turn.get("content") or ""
     if isinstance(content, list):  # content parts
         content = "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
-    calls = turn.get("tool_calls") or []
-    if not isinstance(calls, list | tuple):
-        calls = [calls]
     parts = [str(content)] if content else []
-    parts.extend(_call_text(c) for c in calls)
+    parts.extend(_call_text(c) for c in _tool_calls(turn))
     return "\n".join(parts)
+
+
+def _tool_calls(turn: Mapping[str, Any]) -> list[Any]:
+    """The turn's ``tool_calls`` as a list, whatever a client sent (a lone object, a number)."""
+    calls = turn.get("tool_calls") or []
+    return list(calls) if isinstance(calls, list | tuple) else [calls]
 
 
 @dataclass
@@ -272,7 +275,7 @@ class TextSession:
                     f"{type(core).__name__} does not."
                 )
             if wanted:
-                core.answer_tool = True  # read at the next reset and on every step
+                core.answer_tool = True  # type: ignore[attr-defined]  # read at the next reset
         self.image_format = image_format
         self.feedback_role = feedback_role
         self.messages: list[Message] = []
@@ -347,14 +350,14 @@ class TextSession:
         if isinstance(turn, Mapping):
             msg: Message = {"role": "assistant", "content": turn.get("content") or ""}
             if turn.get("tool_calls"):
-                msg["tool_calls"] = list(turn["tool_calls"])
+                msg["tool_calls"] = _tool_calls(turn)
             return msg
         return {"role": "assistant", "content": turn if isinstance(turn, str) else repr(turn)}
 
     def _feedback(self, obs: dict[str, Any], turn: AssistantTurn) -> list[Message]:
         if not isinstance(turn, str):
             turn = _plain(turn)
-        calls: Sequence[Any] = (turn.get("tool_calls") or []) if isinstance(turn, Mapping) else []
+        calls: Sequence[Any] = _tool_calls(turn) if isinstance(turn, Mapping) else []
         role = self.feedback_role
         if role == "auto":
             role = "tool" if calls else "user"

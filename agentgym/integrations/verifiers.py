@@ -207,7 +207,11 @@ def load_environment(
         tools = probe.reset(seed=seed).tools
     finally:
         probe.close()
-    options = {"env_kwargs": env_kwargs, "answer_tool": answer_tool, "image_format": image_format}
+    options: dict[str, Any] = {
+        "env_kwargs": env_kwargs,
+        "answer_tool": answer_tool,
+        "image_format": image_format,
+    }
     if _VF is None:
         env = AgentGymVerifiersEnv(env_id, **options)
         env.dataset = rows  # type: ignore[attr-defined]

@@ -93,3 +93,21 @@ def test_step_before_reset_and_bad_role_are_errors():
         s.step(UP)
     with pytest.raises(InvalidConfigError):
         TextSession(ENV_ID, feedback_role="robot")
+
+
+def test_a_tool_calls_field_that_is_not_a_list_is_judged_by_the_env_not_raised():
+    """A client sending ``tool_calls: 5`` (or one bare object) gets an explaining observation
+    for the turn the env already took, never a TypeError after the env stepped."""
+    from agentgym.integrations.session import TextSession
+
+    s = TextSession("agentgym/Sokoban-Tiny-v0")
+    s.reset(seed=0)
+    for bad in (5, "x", {"name": "move", "arguments": {"direction": "up"}}):
+        turn = s.step({"role": "assistant", "content": "", "tool_calls": bad})
+        assert [m["role"] for m in turn.messages] == ["tool"]
+        if isinstance(bad, dict):  # one bare call object is taken as a list of one
+            assert turn.info["action_valid"] is True
+        else:
+            assert turn.info["action_valid"] is False
+            assert "expected a JSON object" in turn.messages[0]["content"]
+    s.close()
