@@ -195,7 +195,6 @@ class Worker:
         self.cgroup_roots: dict[str, str] = {
             c: p for c, p in (cfg.get("cgroups") or {}).items() if os.path.isdir(p)
         }
-        self.oneshot_cg = self._make_cgroup(f"u{self.uid_base}", cfg["limits"])
         self.sel = selectors.DefaultSelector()
         base_vm = _vm_bytes()
         self.as_limit = base_vm + int(cfg["limits"].get("memory", 512 << 20))
@@ -243,18 +242,18 @@ class Worker:
 
     def _kill_cgroup(self, cg: list[str], keep: set[int] = frozenset()) -> int:  # type: ignore[assignment]
         """SIGKILL every process in ``cg`` except ``keep``; returns how many were killed."""
-        killed = 0
+        killed: set[int] = set()
         deadline = time.monotonic() + 5.0
         while time.monotonic() < deadline:
-            extra = self._cgroup_procs(cg) - set(keep)
+            extra = self._cgroup_procs(cg) - set(keep) - killed
             if not extra:
                 break
             for pid in extra:
                 _kill(pid)
-                killed += 1
+            killed |= extra
             _reap()
             time.sleep(0.0005)
-        return killed
+        return len(killed)
 
     def _remove_cgroup(self, cg: list[str]) -> None:
         self._kill_cgroup(cg)
@@ -556,7 +555,9 @@ class Worker:
 
         start = time.monotonic()
         timeout = float(req.get("timeout", limits.get("timeout", 10.0)))
-        pid, out_r, err_r = self._spawn(uid, workdir, limits, body, extra, self.oneshot_cg)
+        # one-shot runs stay in the worker's cgroups (moving a process between cgroup v1
+        # groups costs milliseconds); their files are removed when they end
+        pid, out_r, err_r = self._spawn(uid, workdir, limits, body, extra, [])
         if res_w is not None:
             os.close(res_w)
         try:
@@ -627,7 +628,7 @@ class Worker:
         theirs.close()
         ours.setblocking(False)
         sid = f"s{self.counter}"
-        self.lineages[uid] = {"dir": root, "cg": cg}
+        self.lineages[uid] = {"dir": root, "cg": cg, "pids_fd": _open_counter(cg)}
         self.sessions[sid] = {
             "pid": pid, "pidfd": _pidfd(pid), "uid": uid, "workdir": workdir, "ctl": ours,
             "out": out_r, "err": err_r, "limits": limits, "buf": bytearray(),
@@ -671,16 +672,15 @@ class Worker:
         """
         buf = s["buf"]
         try:
-            while True:
-                chunk = s["ctl"].recv(1 << 16)
-                if not chunk:
-                    return None
-                buf += chunk
-                if len(buf) > _MAX_REPLY + 4:
-                    return None
+            chunk = s["ctl"].recv(1 << 16)
         except (BlockingIOError, InterruptedError):
-            pass
+            return _PENDING
         except OSError:
+            return None
+        if not chunk:
+            return None
+        buf += chunk
+        if len(buf) > _MAX_REPLY + 4:
             return None
         if len(buf) < 4:
             return _PENDING
@@ -734,6 +734,13 @@ class Worker:
         members = {v["pid"]: v for v in self.sessions.values() if v["uid"] == uid}
         cg = lineage["cg"]
         notes = []
+        counter = lineage.get("pids_fd")
+        if counter is not None:  # one pread: how many tasks (processes + threads) it has
+            try:
+                if int(os.pread(counter, 32, 0) or 0) <= len(members):
+                    return ""
+            except (OSError, ValueError):
+                pass
         if cg:
             tasks = self._cgroup_procs(cg, "tasks")
             if tasks <= set(members):
@@ -893,6 +900,8 @@ class Worker:
         if not any(o["uid"] == uid for o in self.sessions.values()):
             lineage = self.lineages.pop(uid, None)
             if lineage is not None:
+                if lineage.get("pids_fd") is not None:
+                    os.close(lineage["pids_fd"])
                 if lineage["cg"]:
                     self._remove_cgroup(lineage["cg"])
                 self._kill_uid(uid)
@@ -925,7 +934,6 @@ class Worker:
             write_frame(wfd, reply)
         for s in list(self.sessions.values()):
             self._drop_session(s)
-        self._remove_cgroup(self.oneshot_cg)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1125,6 +1133,16 @@ def _pidfd(pid: int) -> int | None:
         return os.pidfd_open(pid)
     except OSError:
         return None
+
+
+def _open_counter(cg: list[str]) -> int | None:
+    """An fd on the pids cgroup's ``pids.current`` (read with pread), or None."""
+    for path in cg:
+        try:
+            return os.open(os.path.join(path, "pids.current"), os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+    return None
 
 
 def _oom_killed(cg: list[str]) -> bool:
