@@ -39,7 +39,7 @@ Start-up
     :func:`ensure_ray` reuses a Ray already initialised in this process, else connects to
     ``address`` / ``$RAY_ADDRESS``, else starts a local Ray.
 
-Example:
+Examples:
     >>> pool = RayEnvPool.from_id("agentgym/Sokoban-Tiny-v0", 2, num_cpus=0.5)  # doctest: +SKIP
     >>> pool.reset(seeds=[0, 1])                                                  # doctest: +SKIP
     >>> pool.step({0: '<tool_call>{"name": "move", "arguments": {"direction": "up"}}</tool_call>'})  # doctest: +SKIP

@@ -16,7 +16,7 @@ Envs declare their tools as :class:`Tool` (a JSON schema per tool) and receive v
 calls; they never parse text themselves. The parser never raises: every problem becomes an
 entry of ``ParsedAction.errors`` written for the model to read and fix.
 
-Example:
+Examples:
     >>> move = Tool("move", "Move one cell.", {"type": "object",
     ...     "properties": {"direction": {"enum": ["up", "down"]}}, "required": ["direction"]})
     >>> a = parse_action('<tool_call>{"name": "move", "arguments": {"direction": "up"}}</tool_call>', [move])
@@ -538,17 +538,18 @@ def tool_from_function(fn: Callable[..., Any], name: str | None = None) -> Tool:
 
     The model then reads exactly what developers read (one source of truth).
 
-    >>> def zoom(x: int, y: int, factor: float = 2.0) -> None:
-    ...     '''Zoom into the image around a point.
-    ...
-    ...     Args:
-    ...         x: Column in pixels.
-    ...         y: Row in pixels.
-    ...         factor: How much to magnify.
-    ...     '''
-    >>> t = tool_from_function(zoom)
-    >>> t.name, t.parameters["required"], t.parameters["properties"]["x"]
-    ('zoom', ['x', 'y'], {'type': 'integer', 'description': 'Column in pixels.'})
+    Examples:
+        >>> def zoom(x: int, y: int, factor: float = 2.0) -> None:
+        ...     '''Zoom into the image around a point.
+        ...
+        ...     Args:
+        ...         x: Column in pixels.
+        ...         y: Row in pixels.
+        ...         factor: How much to magnify.
+        ...     '''
+        >>> t = tool_from_function(zoom)
+        >>> t.name, t.parameters["required"], t.parameters["properties"]["x"]
+        ('zoom', ['x', 'y'], {'type': 'integer', 'description': 'Column in pixels.'})
     """
     doc = inspect.getdoc(fn) or ""
     summary = doc.split("\n\n")[0].replace("\n", " ").strip()

@@ -28,7 +28,7 @@ _SAMPLE_ALPHABET = (
 class UnicodeText(Space[str]):
     """Any Python ``str`` of at most ``max_length`` characters.
 
-    Example:
+    Examples:
         >>> space = UnicodeText(max_length=16)
         >>> "héllo <b>" in space, "x" * 17 in space, b"bytes" in space
         (True, False, False)
@@ -74,7 +74,7 @@ class RGBImages(Space[tuple]):
 
     Sizes vary per image, bounded by ``max_height`` x ``max_width``.
 
-    Example:
+    Examples:
         >>> space = RGBImages(max_images=2, max_height=64, max_width=64)
         >>> img = np.zeros((10, 20, 3), dtype=np.uint8)
         >>> (img,) in space, (img, img, img) in space, () in space

@@ -16,7 +16,7 @@ SPLITS = ("train", "test")
 class SeededTaskSet(Sequence[str]):
     """Task ids ``f"{prefix}-{seed}"`` for ``seed`` in ``range(start, start + count)``.
 
-    Example:
+    Examples:
         >>> train = SeededTaskSet("sokoban-6x6", start=0, count=10_000)
         >>> train[3], "sokoban-6x6-9999" in train, "sokoban-6x6-10000" in train
         ('sokoban-6x6-3', True, False)

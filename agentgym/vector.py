@@ -13,7 +13,7 @@ An exception inside an env does not take the pool down: that env's result comes 
 truncated, with ``info["env_error"]`` set, and the env must be reset before its next step.
 ``agentgym.distributed`` offers the same API on Ray actors.
 
-Example:
+Examples:
     >>> import gymnasium as gym, agentgym
     >>> pool = EnvPool([lambda: gym.make("agentgym/Sokoban-Tiny-v0")] * 2)
     >>> (_, info_a), (_, info_b) = pool.reset(seeds=[3, 3])

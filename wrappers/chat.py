@@ -81,7 +81,7 @@ class ChatHistory(gym.Wrapper):
             ``"none"`` (text only, with a note where images were left out).
         observation_role: Role of env feedback messages (``"user"`` or ``"tool"``).
 
-    Example:
+    Examples:
         >>> import agentgym
         >>> env = ChatHistory(gym.make("agentgym/Sokoban-Tiny-v0"), history_turns=2)
         >>> _, info = env.reset(seed=0)

@@ -14,7 +14,7 @@ class LimitTurns(gym.Wrapper):
     an episode short, as the agentgym contract wants at every episode end, and tells the
     model how many turns remain in ``info["turns_left"]``.
 
-    Example:
+    Examples:
         >>> import agentgym
         >>> env = LimitTurns(gym.make("agentgym/Sokoban-Large-v0"), max_turns=1)
         >>> _ = env.reset(seed=0)

@@ -15,7 +15,7 @@ class ReweightReward(gym.Wrapper):
     without rebuilding the env (``gym.make(id, reward_weights=...)`` does the same at
     construction). ``info["reward_weights"]`` shows the weights in force.
 
-    Example:
+    Examples:
         >>> import agentgym
         >>> env = ReweightReward(gym.make("agentgym/Sokoban-Tiny-v0"), {"step": 0.0, "format": 5.0})
         >>> _ = env.reset(seed=0)

@@ -21,7 +21,7 @@ SeatPolicy = Callable[[dict[str, Any], dict[str, Any]], str]
 class AsParallelEnv(ParallelEnv):
     """A single-agent env as a one-seat PettingZoo ``ParallelEnv``.
 
-    Example:
+    Examples:
         >>> import agentgym
         >>> penv = AsParallelEnv(gym.make("agentgym/Sokoban-Tiny-v0"))
         >>> obs, infos = penv.reset(seed=0)

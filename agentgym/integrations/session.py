@@ -33,7 +33,7 @@ env's reply comes back as ``role="tool"`` messages (one per call, carrying its
 ``tool_call_id``; the env's single observation goes in the last one), otherwise as one
 ``role="user"`` message.
 
-Example:
+Examples:
     >>> import agentgym
     >>> s = TextSession("agentgym/Sokoban-Tiny-v0")
     >>> start = s.reset(seed=0)

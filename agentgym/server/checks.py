@@ -119,7 +119,7 @@ def episode_id(value: Any) -> str | None:
 def action(data: Any, limits: ServerLimits, field: str = "action") -> str | dict[str, Any]:
     """The assistant turn inside an OpenEnv action: text, or an OpenAI assistant message.
 
-    Example:
+    Examples:
         >>> limits = ServerLimits()
         >>> action({"text": "hi"}, limits)
         'hi'

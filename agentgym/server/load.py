@@ -9,7 +9,7 @@ instead (e.g. a cell that only sleeps), the behaviour issue 15 (V6) found starvi
 Client-side round-trip times of benign steps are what the benchmark reports; errors are
 every error frame, refused connection, unexpected close or malformed reply.
 
-Example:
+Examples:
     >>> import asyncio
     >>> from agentgym.server import ServerThread, create_app
     >>> from agentgym.server.load import ClientPlan, run_clients

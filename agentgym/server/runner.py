@@ -38,7 +38,7 @@ def serve(app: Any, host: str = "127.0.0.1", port: int = 8000, max_ws_bytes: int
 class ServerThread:
     """``app`` served from a daemon thread on ``host``; ``port=0`` picks a free port.
 
-    Example:
+    Examples:
         >>> from agentgym.server import create_app
         >>> with ServerThread(create_app("agentgym/Sokoban-Tiny-v0")) as srv:  # doctest: +SKIP
         ...     print(srv.url)

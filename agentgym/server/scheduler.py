@@ -80,7 +80,7 @@ class FairScheduler:
 
     Must be used from one event loop (the server's). See the module docstring.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> async def main():
         ...     sched = FairScheduler(workers=2)

@@ -18,7 +18,7 @@ so at the end of an episode the env also reports, in ``info``:
   - ``"r2g"``: the discounted sum from the first turn, ``sum_t gamma^t r_t`` (rewards that
     come earlier count more).
 
-Example:
+Examples:
     >>> credit_turns([0.0, 1.0, 0.0, 2.0], "r2g", gamma=0.5)
     [0.75, 1.5, 1.0, 2.0]
     >>> score_trajectory([0.0, 1.0, 0.0, 2.0], "mean")
