@@ -52,6 +52,7 @@ def load_policy(
     seed: int = 0,
     device: str = "cpu",
     temperature: float = 1.0,
+    max_new_tokens: int = 256,
 ) -> Policy:
     """A policy of ``kind`` (see :data:`POLICY_KINDS` and the module docstring)."""
     from agentgym.agents.scripted import NoisyPolicy, OraclePolicy, RandomPolicy
@@ -78,5 +79,11 @@ def load_policy(
             )
         from agentgym.agents.hf import HFPolicy
 
-        return HFPolicy(model, device=device, temperature=temperature, seed=seed)
+        return HFPolicy(
+            model,
+            device=device,
+            temperature=temperature,
+            seed=seed,
+            max_new_tokens=max_new_tokens,
+        )
     raise InvalidConfigError(f"unknown policy {kind!r}; choose from {list(POLICY_KINDS)}.")

@@ -55,6 +55,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="episode k is reset with seed+k")
     p.add_argument("--num-envs", type=int, default=16, help="envs stepped concurrently")
     p.add_argument("--device", default="cpu", help="cpu or cuda (learned policies)")
+    p.add_argument(
+        "--max-new-tokens", type=int, default=256, help="--policy hf: generation budget per turn"
+    )
     p.add_argument("--out", default=None, help="per-episode results, JSON lines")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
@@ -95,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         epsilon=args.epsilon,
         seed=args.seed,
         device=args.device,
+        max_new_tokens=args.max_new_tokens,
     )
     modes = ["greedy", "sampled"] if args.mode == "both" else [args.mode]
     results = [

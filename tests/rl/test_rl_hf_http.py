@@ -196,3 +196,16 @@ def test_http_policy_server_error_is_a_typed_error(fake_server):
 def test_reply_to_text_keeps_malformed_arguments_visible():
     text = reply_to_text({"tool_calls": [{"function": {"name": "move", "arguments": "{bad"}}]})
     assert "{bad" in text and parse_action(text).errors
+
+
+def test_cli_eval_runs_a_local_hf_model_on_the_test_split(tiny_checkpoint, tmp_path, capsys):
+    from agentgym.cli import main
+
+    out = tmp_path / "hf.jsonl"
+    args = ["eval", "agentgym/Sokoban-Tiny-v0", "--policy", "hf", "--model", tiny_checkpoint]
+    args += ["--episodes", "2", "--mode", "greedy", "--env-kwargs", '{"max_turns": 2}']
+    args += ["--max-new-tokens", "8"]
+    assert main([*args, "--out", str(out), "--no-progress"]) == 0
+    assert "policy=" + tiny_checkpoint in capsys.readouterr().out
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 2 and all(r["turns"] == 2 and r["split"] == "test" for r in rows)
