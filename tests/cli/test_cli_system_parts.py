@@ -24,7 +24,7 @@ def no_tesseract(monkeypatch: pytest.MonkeyPatch):
     from agentgym.simulators.visual import ocr
 
     monkeypatch.setattr(pytesseract.pytesseract, "tesseract_cmd", "/nonexistent/tesseract")
-    monkeypatch.setattr(ocr, "_warned", False)
+    monkeypatch.setattr(ocr, "_warned", False, raising=False)
     ocr.tesseract_version.cache_clear()
     yield
     ocr.tesseract_version.cache_clear()
@@ -39,7 +39,7 @@ def test_missing_tesseract_is_a_warning_and_info_not_a_format_penalty(no_tessera
             warnings.simplefilter("always")
             for _ in range(4):
                 action = env.unwrapped.oracle_action()
-                _, reward, terminated, truncated, info = env.step(action)
+                _, _, terminated, truncated, info = env.step(action)
                 assert info["action_valid"], info["error"]
                 assert info["reward_components"].get("format", 0.0) == 0.0
                 if '"ocr"' in action:
