@@ -21,8 +21,8 @@ from agentgym.error import InvalidConfigError
 POLICY_KINDS = ("oracle", "random", "noisy-oracle", "checkpoint", "hf")
 
 
-def load_checkpoint_state(path: str | Path) -> dict[str, Any]:
-    """The policy state (``{"config", "model"}``) stored in a training checkpoint."""
+def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    """A training checkpoint (``checkpoint.pt`` or the run folder holding it), checked."""
     import torch
 
     p = Path(path)
@@ -33,13 +33,24 @@ def load_checkpoint_state(path: str | Path) -> dict[str, Any]:
             f"no checkpoint at {p}: expected a checkpoint.pt written by `agentgym train` "
             "(or the run folder holding it)."
         )
-    state = torch.load(p, map_location="cpu", weights_only=False)
-    if not isinstance(state, dict) or "policy" not in state:
+    try:
+        state = torch.load(p, map_location="cpu", weights_only=False)
+    except Exception as exc:  # torch raises pickle, zip and runtime errors alike
         raise InvalidConfigError(
-            f"{p} is not an agentgym training checkpoint (no 'policy' entry); "
-            f"found keys {sorted(state)[:8] if isinstance(state, dict) else type(state)}."
+            f"{p} is not a torch checkpoint ({type(exc).__name__}: {exc}); expected a "
+            "checkpoint.pt written by `agentgym train`."
+        ) from exc
+    if not isinstance(state, dict) or "policy" not in state:
+        found = sorted(state)[:8] if isinstance(state, dict) else type(state).__name__
+        raise InvalidConfigError(
+            f"{p} is not an agentgym training checkpoint (no 'policy' entry); found {found}."
         )
-    policy_state: dict[str, Any] = state["policy"]
+    return state
+
+
+def load_checkpoint_state(path: str | Path) -> dict[str, Any]:
+    """The policy state (``{"config", "model"}``) stored in a training checkpoint."""
+    policy_state: dict[str, Any] = read_checkpoint(path)["policy"]
     return policy_state
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from agentgym.cli.args import json_object
 
@@ -67,14 +66,9 @@ def _checkpoint_settings(path: str | None) -> dict:
     """The training config stored in a checkpoint (empty for older ones or none)."""
     if not path:
         return {}
-    import torch
+    from agentgym.agents.load import read_checkpoint
 
-    p = Path(path)
-    p = p / "checkpoint.pt" if p.is_dir() else p
-    if not p.exists():
-        return {}
-    state = torch.load(p, map_location="cpu", weights_only=False)
-    return dict(state.get("train_config") or {}) if isinstance(state, dict) else {}
+    return dict(read_checkpoint(path).get("train_config") or {})
 
 
 def run(args: argparse.Namespace) -> int:

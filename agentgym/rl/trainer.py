@@ -228,14 +228,6 @@ class Trainer:
     def __init__(self, config: TrainConfig):
         config.validate()
         self.cfg = config
-        self.out = Path(config.out_dir) if config.out_dir else None
-        resume_from = (
-            prepare_run_dir(
-                self.out, algo=config.algo, resume=config.resume, overwrite=config.overwrite
-            )
-            if self.out
-            else None
-        )
         if config.init:
             from agentgym.agents.load import load_checkpoint_state
 
@@ -245,6 +237,15 @@ class Trainer:
             self.policy.load_state_dict(state)
         else:
             self.policy = TransformerPolicy(config.model, device=config.device, seed=config.seed)
+        # the folder is prepared only once the inputs loaded, so a bad --init leaves no trace
+        self.out = Path(config.out_dir) if config.out_dir else None
+        resume_from = (
+            prepare_run_dir(
+                self.out, algo=config.algo, resume=config.resume, overwrite=config.overwrite
+            )
+            if self.out
+            else None
+        )
         self.reference = self.policy.frozen_copy() if config.loss.kl_coef else None
         self.optim = torch.optim.AdamW(self.policy.model.parameters(), lr=config.lr)
         self.rng = np.random.default_rng(config.seed)
