@@ -23,13 +23,17 @@ from __future__ import annotations
 
 import struct
 import threading
-import zlib
 from typing import Any
 
 import msgpack
 import numpy as np
 
 from agentgym.error import AgentGymError
+
+try:  # the same CRC-32 as zlib's (same values, same files), 4-7x faster with SIMD
+    from isal.isal_zlib import crc32
+except ImportError:  # pragma: no cover - isal is optional
+    from zlib import crc32
 
 MAGIC = b"\x89AGTR\r\n\x1a"
 """8 bytes. The high byte and the CR/LF/^Z catch text-mode transfers, as in PNG."""
@@ -94,8 +98,8 @@ def frame_bytes(payload: bytes) -> bytes:
             f"a frame of {len(payload)} bytes exceeds the limit of {MAX_FRAME_BYTES} bytes; "
             "record smaller observations (e.g. downscale screenshots)."
         )
-    partial = _HEAD3.pack(FRAME_MARK, len(payload), zlib.crc32(payload))
-    return b"".join((partial, _U32.pack(zlib.crc32(partial)), payload))
+    partial = _HEAD3.pack(FRAME_MARK, len(payload), crc32(payload))
+    return b"".join((partial, _U32.pack(crc32(partial)), payload))
 
 
 def parse_frame_head(head: bytes) -> tuple[int, int] | None:
@@ -103,7 +107,7 @@ def parse_frame_head(head: bytes) -> tuple[int, int] | None:
     if len(head) != FRAME_HEAD.size:
         return None
     mark, length, crc, head_crc = FRAME_HEAD.unpack(head)
-    if mark != FRAME_MARK or zlib.crc32(head[:12]) != head_crc or length > MAX_FRAME_BYTES:
+    if mark != FRAME_MARK or crc32(head[:12]) != head_crc or length > MAX_FRAME_BYTES:
         return None
     return length, crc
 
