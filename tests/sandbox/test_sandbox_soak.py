@@ -3,10 +3,14 @@ sessions): many concurrent sessions, hostile cells mixed in, nothing left behind
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 from agentgym.simulators.sandbox import SandboxPool
 
-from benchmarks.bench_sandbox import soak
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from benchmarks.bench_sandbox import soak  # the soak lives with its benchmark
 
 pytestmark = [pytest.mark.sandbox]
 
