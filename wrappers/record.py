@@ -52,6 +52,10 @@ class Record(gym.Wrapper):
         mode: ``"w"`` or ``"a"`` (only when given a path); with ``"a"`` wrappers in several
             processes may record into one file (locked appends, see docs/trajectory.md).
         env_kwargs: Override the constructor kwargs stored for replay (default: ``env.spec``'s).
+        buffer_bytes: 0 (default) writes every frame at once (a crash loses at most the
+            frame being written). Above 0 (only when given a path), frames are batched up to
+            this many bytes and flushed at every episode end: cheaper per step, and a crash
+            loses the frames of the episode in progress that were not flushed yet.
     """
 
     def __init__(
@@ -62,6 +66,7 @@ class Record(gym.Wrapper):
         fsync: bool = False,
         mode: str = "w",
         env_kwargs: Mapping[str, Any] | None = None,
+        buffer_bytes: int = 0,
     ):
         super().__init__(env)
         env_id, kwargs = _env_id_and_kwargs(env)
@@ -71,7 +76,9 @@ class Record(gym.Wrapper):
             self.recorder = path_or_recorder
             self._owns = False
         else:
-            self.recorder = Recorder(path_or_recorder, fsync, mode=mode, env_id=env_id)
+            self.recorder = Recorder(
+                path_or_recorder, fsync, mode=mode, env_id=env_id, buffer_bytes=buffer_bytes
+            )
             self._owns = True
         self.episode_id: str | None = None
         self._last_return_t: float | None = None
