@@ -7,7 +7,11 @@ seeds) and a markdown table of start / final success per algorithm.
     python examples/train_compare.py --env agentgym/Sokoban-Tiny-v0 \
         --algos gigpo grpo tree-grpo --seeds 0 1 2 --budget 6000 --out runs/compare
 
-Works for any registered env id (web, simulated users, ...): pass ``--env``.
+Works for any registered env id (web, simulated users, ...): pass ``--env``. With
+``--eval-every K`` every run is evaluated on the env's held-out TEST split (greedy and
+sampled) before training and every K iterations; the table and the plot then report
+held-out success, the headline metric. ``--init CHECKPOINT`` starts every run from one
+checkpoint (e.g. an SFT run's), for demonstrations-then-RL comparisons.
 """
 
 from __future__ import annotations
@@ -54,6 +58,10 @@ def _one(job: dict) -> str:
         progress=False,
         checkpoint_every=1000,
         task_seeds=job["task_seeds"],
+        eval_every=job["eval_every"],
+        eval_tasks=job["eval_tasks"],
+        init=job["init"],
+        overwrite=job["overwrite"],
     )
     # Tree-GRPO: M=2 trees, N=2 expansions, L=1 round -> 6 leaves per task; use group/2 tasks'
     # worth of trees so its batch is about as many leaves as the chains of the others
@@ -62,9 +70,15 @@ def _one(job: dict) -> str:
     return job["out"]
 
 
-def _read(path: Path) -> list[dict]:
-    with open(path / "metrics.csv") as f:
+def _read(path: Path, name: str = "metrics.csv") -> list[dict]:
+    if not (path / name).exists():
+        return []
+    with open(path / name) as f:
         return list(csv.DictReader(f))
+
+
+def _mean_std(values: list[float]) -> str:
+    return f"{np.mean(values):.3f} ± {np.std(values):.3f}" if values else "-"
 
 
 def summarise(out: Path, algos: list[str], seeds: list[int], env: str, budget: int) -> str:
@@ -74,8 +88,16 @@ def summarise(out: Path, algos: list[str], seeds: list[int], env: str, budget: i
         a: [_read(out / f"{a}-s{s}") for s in seeds if (out / f"{a}-s{s}" / "metrics.csv").exists()]
         for a in algos
     }
+    evals = {
+        a: [e for e in (_read(out / f"{a}-s{s}", "eval.csv") for s in seeds) if e] for a in algos
+    }
     png = out / "curve.png"
-    plot_curves({a: r for a, r in runs.items() if r}, png, title=f"{env}: success vs env steps")
+    plot_curves(
+        {a: r for a, r in runs.items() if r},
+        png,
+        title=f"{env}: success vs env steps",
+        heldout={a: e for a, e in evals.items() if e} or None,
+    )
     lines = [
         f"Env `{env}`, budget {budget} env steps, seeds {seeds}. Success = fraction of "
         "the iteration's rollout episodes solved.",
@@ -94,6 +116,24 @@ def summarise(out: Path, algos: list[str], seeds: list[int], env: str, budget: i
             f"| {a} | {len(rs)} | {eps:.0f} | {np.mean(first):.3f} ± {np.std(first):.3f} "
             f"| {np.mean(last):.3f} ± {np.std(last):.3f} | {steps:.0f} |"
         )
+    if any(evals.values()):
+        lines += [
+            "",
+            "Held-out TEST-split success (mean ± std over seeds): at env step 0 (the starting "
+            "policy) and at the end.",
+            "",
+            "| algo | runs | start greedy | start sampled | final greedy | final sampled |",
+            "|---|---|---|---|---|---|",
+        ]
+        for a, es in evals.items():
+            if not es:
+                continue
+            cells = [
+                _mean_std([float(e[i][key]) for e in es])
+                for i in (0, -1)
+                for key in ("test_success_greedy", "test_success")
+            ]
+            lines.append(f"| {a} | {len(es)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -124,6 +164,10 @@ def main() -> None:
         default=None,
         help="train on these task seeds only (default: fresh tasks every iteration)",
     )
+    p.add_argument("--eval-every", type=int, default=0, help="held-out eval period (0: off)")
+    p.add_argument("--eval-tasks", type=int, default=100, help="held-out episodes per eval")
+    p.add_argument("--init", default=None, help="start every run from this checkpoint")
+    p.add_argument("--overwrite", action="store_true", help="replace runs already in --out")
     p.add_argument("--workers", type=int, default=3)
     p.add_argument("--out", default="runs/compare")
     p.add_argument("--summary-only", action="store_true")
@@ -151,6 +195,10 @@ def main() -> None:
                 env_kwargs=json.loads(args.env_kwargs),
                 out=str(out / f"{a}-s{s}"),
                 task_seeds=args.task_seeds,
+                eval_every=args.eval_every,
+                eval_tasks=args.eval_tasks,
+                init=args.init,
+                overwrite=args.overwrite,
             )
             for s in args.seeds
             for a in args.algos

@@ -492,7 +492,7 @@ class Trainer:
         # the sampled evaluation draws from its own generator state, so evaluating does not
         # change the training run's sampling (a run with and without eval trains the same)
         gen_state = self.policy.generator.get_state()
-        self.policy.generator.manual_seed(10_007 + self.iteration)
+        self.policy.generator.manual_seed(10_007 + 7_919 * self.cfg.seed + self.iteration)
         try:
             sampled = self.evaluate(self.cfg.eval_tasks)
             greedy = self.evaluate(self.cfg.eval_tasks, greedy=True)
