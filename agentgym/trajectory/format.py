@@ -21,6 +21,7 @@ C-order bytes). Observation images are stored as lossless PNG (see :mod:`.images
 
 from __future__ import annotations
 
+import math
 import struct
 import threading
 from typing import Any
@@ -133,17 +134,33 @@ def _default_scalar(obj: Any) -> Any:
     return repr(obj)
 
 
+_DTYPES: dict[str, np.dtype] = {}
+"""dtype strings seen so far -> checked dtype (building a dtype from its string is slow)."""
+
+
+def _dtype(dtype_str: str) -> np.dtype:
+    dtype = _DTYPES.get(dtype_str)
+    if dtype is None:
+        dtype = np.dtype(dtype_str)
+        if dtype.kind not in _ALLOWED_KINDS:
+            raise ValueError(f"refusing ndarray of dtype {dtype_str!r}")
+        if len(_DTYPES) < 256:  # bounded: a hostile file cannot grow it without limit
+            _DTYPES[dtype_str] = dtype
+    return dtype
+
+
 def _ext_hook(code: int, data: bytes) -> Any:
     if code != EXT_NDARRAY:
         return msgpack.ExtType(code, data)  # a newer writer's type: pass it through
     dtype_str, shape, raw = msgpack.unpackb(data, raw=False)
-    dtype = np.dtype(dtype_str)
-    if dtype.kind not in _ALLOWED_KINDS:
-        raise ValueError(f"refusing ndarray of dtype {dtype_str!r}")
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    dtype = _dtype(dtype_str)
+    count = math.prod(shape)  # plain ints: exact, no overflow
     if count * dtype.itemsize != len(raw):
         raise ValueError("ndarray ext: shape and byte count disagree")
-    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+    arr = np.frombuffer(raw, dtype=dtype)
+    if len(shape) != 1:
+        arr = arr.reshape(shape)
+    return arr.copy()  # writable and independent of the frame's bytes
 
 
 _local = threading.local()
