@@ -245,8 +245,8 @@ class Worker:
         killed: set[int] = set()
         deadline = time.monotonic() + 5.0
         while time.monotonic() < deadline:
-            extra = self._cgroup_procs(cg) - set(keep) - killed
-            if not extra:
+            extra = self._cgroup_procs(cg) - set(keep)
+            if not extra:  # dead (zombies leave cgroup.procs), not just signalled
                 break
             for pid in extra:
                 _kill(pid)
