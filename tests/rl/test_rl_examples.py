@@ -58,12 +58,15 @@ def test_train_compare_dialogue_recipe_from_the_docs_runs(tmp_path):
         "examples/train_compare.py",
         "--env", "agentgym/UserTwentyQuestions-v0",
         "--algos", "gigpo",
-        "--env-kwargs", '{"max_turns": 10, "reward_weights": {"info": 0.2}}',
+        "--env-kwargs", '{"max_turns": 10}',
         "--context", "dialogue", "--history-turns", "-1", "--prompt-bytes", "256",
-        "--seeds", "0", "--budget", "100", "--task-seeds", "0", "1", "2", "5",
+        "--seeds", "0", "--budget", "100", "--eval-every", "2", "--eval-tasks", "2",
         "--workers", "1",
         "--out", str(tmp_path),
     )  # fmt: skip
     rows = _rows(tmp_path / "gigpo-s0" / "metrics.csv")
     assert rows and all(0.0 <= float(r["success"]) <= 1.0 for r in rows)
     assert float(rows[-1]["loss"]) == float(rows[-1]["loss"])  # finite, not NaN
+    evals = _rows(tmp_path / "gigpo-s0" / "eval.csv")
+    assert int(evals[0]["env_steps"]) == 0 and len(evals) >= 2
+    assert "Held-out TEST-split success" in (tmp_path / "summary.md").read_text()
