@@ -71,9 +71,15 @@ class Session:
         lim = limits or pool.config.limits
         if timeout is not None:
             lim = replace(lim, timeout=float(timeout))
-        session = cls(pool, pool._pick_worker(), None, asdict(lim), [])
-        session._ensure()
-        return session
+        for attempt in range(len(pool.workers)):  # a full worker: try the next one
+            session = cls(pool, pool._pick_worker(), None, asdict(lim), [])
+            try:
+                session._ensure()
+                return session
+            except SandboxFullError:
+                if attempt == len(pool.workers) - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     def _attach(self, sid: str | None) -> None:
         if self._finalizer is not None:

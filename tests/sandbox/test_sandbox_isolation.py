@@ -277,3 +277,29 @@ def test_tracebacks_show_no_jail_frames(pool: SandboxPool) -> None:
         assert "SyntaxError" in r.stderr and "jail" not in r.stderr, r.stderr
     r = pool.run("raise KeyError('k')")
     assert "KeyError" in r.stderr and "jail" not in r.stderr, r.stderr
+
+
+def test_s1_a_full_worker_refuses_rather_than_share_a_uid() -> None:
+    """With room for 2 sessions (3 uids: one for one-shot runs), a third session is refused
+    with a clear error instead of getting a neighbour's uid."""
+    from agentgym.simulators.sandbox import SandboxFullError
+
+    p = SandboxPool(workers=1)
+    try:
+        w = p.workers[0]
+        w.n_uids = 3
+        with w.lock:
+            w.start()
+        a, b = p.session(), p.session()
+        uids = {int(s.run("import os\nos.getuid()").stdout) for s in (a, b)}
+        assert len(uids) == 2
+        with pytest.raises(SandboxFullError, match="sessions"):
+            p.session()
+        a.close()
+        c = p.session()  # a closed session's uid is free again, with nothing of it left
+        r = c.run("import os\nsorted(os.listdir('.'))")
+        assert r.ok and r.stdout.strip() == "[]", r
+        c.close()
+        b.close()
+    finally:
+        p.close()
