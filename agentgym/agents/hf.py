@@ -60,6 +60,7 @@ class HFPolicy:
         except ImportError as exc:
             raise DependencyMissingError("transformers", "pip install transformers") from exc
         self.torch = torch
+        self.source = model if isinstance(model, str) else None
         if isinstance(model, str):
             tokenizer = tokenizer or AutoTokenizer.from_pretrained(model, local_files_only=True)
             model = AutoModelForCausalLM.from_pretrained(model, local_files_only=True)
@@ -89,6 +90,7 @@ class HFPolicy:
         torch = self.torch
         if not inputs:
             return []
+        self.model.eval()
         prompts = [self.render(x) for x in inputs]
         enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         enc = {k: v.to(self.device) for k, v in enc.items()}
@@ -134,3 +136,76 @@ class HFPolicy:
                 )
             )
         return result
+
+    # ---- training (the trainer's policy interface) --------------------------------------------
+
+    def teacher_forced(
+        self, inputs: Sequence[PolicyInput], actions: Sequence[str]
+    ) -> list[Generation]:
+        """Generations that repeat given ``actions`` (demonstrations), ending in EOS."""
+        out = []
+        eos = self.tokenizer.eos_token_id
+        for item, action in zip(inputs, actions):
+            prompt = self.tokenizer(self.render(item), add_special_tokens=False)["input_ids"]
+            ids = list(self.tokenizer(action, add_special_tokens=False)["input_ids"])
+            ids = ids[: max(0, self.max_new_tokens - 1)] + ([eos] if eos is not None else [])
+            out.append(
+                Generation(
+                    text=action,
+                    token_ids=np.array(ids, dtype=np.int64),
+                    logprobs=np.zeros(len(ids), dtype=np.float32),
+                    meta={"prompt_ids": np.array(prompt, dtype=np.int64)},
+                )
+            )
+        return out
+
+    def evaluate(self, generations: Sequence[Generation]) -> tuple[Any, Any, Any]:
+        """Differentiable ``(logprobs, entropy, mask)``, each ``[B, T]``, of the generated
+        tokens of past generations given their prompts (prompt tokens carry no gradient)."""
+        torch = self.torch
+        self.model.train()
+        seqs, starts = [], []
+        for g in generations:
+            prompt = [int(t) for t in g.meta["prompt_ids"]]
+            gen = [int(t) for t in (g.token_ids if g.token_ids is not None else [])]
+            seqs.append(prompt + gen)
+            starts.append(len(prompt))
+        width = max(len(s) for s in seqs)
+        pad = self.tokenizer.pad_token_id or 0
+        ids = torch.full((len(seqs), width), pad, dtype=torch.long)
+        att = torch.zeros((len(seqs), width), dtype=torch.long)
+        for i, s in enumerate(seqs):
+            ids[i, : len(s)] = torch.tensor(s)
+            att[i, : len(s)] = 1
+        ids, att = ids.to(self.device), att.to(self.device)
+        logits = self.model(input_ids=ids, attention_mask=att).logits.float()
+        logp_all = torch.log_softmax(logits[:, :-1], dim=-1)
+        tok = logp_all.gather(-1, ids[:, 1:, None]).squeeze(-1)
+        ent = -(logp_all.exp() * logp_all).sum(-1)
+        gen_w = max(1, max(len(s) - st for s, st in zip(seqs, starts)))
+        lp = torch.zeros(len(seqs), gen_w, device=self.device)
+        en = torch.zeros_like(lp)
+        mask = torch.zeros_like(lp)
+        for i, (s, st) in enumerate(zip(seqs, starts)):
+            n = len(s) - st
+            if n:
+                lp[i, :n] = tok[i, st - 1 : st - 1 + n]
+                en[i, :n] = ent[i, st - 1 : st - 1 + n]
+                mask[i, :n] = 1.0
+        return lp, en, mask
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"hf_model": self.source, "model": self.model.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+
+    def frozen_copy(self) -> HFPolicy:
+        """A detached copy (the KL reference)."""
+        import copy
+
+        other = copy.copy(self)
+        other.model = copy.deepcopy(self.model).eval()
+        for p in other.model.parameters():
+            p.requires_grad_(False)
+        return other

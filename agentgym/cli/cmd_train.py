@@ -34,6 +34,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         choices=["gigpo", "grpo", "tree-grpo", "sft"],
         help="RL algorithm, or sft to clone --demos",
     )
+    p.add_argument(
+        "--policy",
+        default="byte",
+        choices=["byte", "hf"],
+        help="byte: the byte transformer; hf: a local transformers model (--model PATH)",
+    )
+    p.add_argument("--model", default=None, help="--policy hf: a local transformers folder")
+    p.add_argument(
+        "--max-new-tokens", type=int, default=256, help="--policy hf: generation budget per turn"
+    )
     p.add_argument("--demos", default=None, help="sft: .agtr demonstrations (agentgym demos)")
     p.add_argument(
         "--demos-only-success",
@@ -144,6 +154,9 @@ def run(args: argparse.Namespace) -> int:
         task_seeds=args.task_seeds,
         ppo_epochs=args.ppo_epochs,
         device=args.device,
+        policy=args.policy,
+        hf_model=args.model,
+        max_new_tokens=args.max_new_tokens,
         model=TransformerConfig(
             d_model=args.d_model,
             n_layers=args.layers,

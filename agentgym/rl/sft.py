@@ -13,17 +13,27 @@ negative log-likelihood.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
 from agentgym.agents.base import Generation
-from agentgym.agents.transformer import EOS, TransformerPolicy, _encode
+from agentgym.agents.transformer import EOS, _encode
 from agentgym.rl.demos import DemoStep
 
 
-def demo_generations(policy: TransformerPolicy, steps: Sequence[DemoStep]) -> list[Generation]:
-    """The generations the policy would have to produce to repeat the demonstrations."""
+def demo_generations(policy: Any, steps: Sequence[DemoStep]) -> list[Generation]:
+    """The generations the policy would have to produce to repeat the demonstrations.
+
+    The byte transformer gets choice or byte generations (see the module docstring); a
+    policy with ``teacher_forced`` (the HF policy) builds its own, in its tokenizer.
+    """
+    if hasattr(policy, "teacher_forced"):
+        gens_: list[Generation] = policy.teacher_forced(
+            [s.input for s in steps], [s.action for s in steps]
+        )
+        return gens_
     gens = []
     for st in steps:
         prompt = policy._prompt_ids(st.input)
@@ -57,14 +67,14 @@ def demo_generations(policy: TransformerPolicy, steps: Sequence[DemoStep]) -> li
     return gens
 
 
-def nll_loss(policy: TransformerPolicy, gens: Sequence[Generation]) -> torch.Tensor:
+def nll_loss(policy: Any, gens: Sequence[Generation]) -> torch.Tensor:
     """Token-mean negative log-likelihood of ``gens`` (differentiable)."""
     logp, _, mask = policy.evaluate(gens)
     return -(logp * mask).sum() / mask.sum().clamp_min(1.0)
 
 
 @torch.no_grad()
-def demo_nll(policy: TransformerPolicy, gens: Sequence[Generation], batch: int = 256) -> float:
+def demo_nll(policy: Any, gens: Sequence[Generation], batch: int = 256) -> float:
     """Token-mean NLL of all ``gens`` (no gradient; dropout-free forward)."""
     total, tokens = 0.0, 0.0
     for i in range(0, len(gens), batch):

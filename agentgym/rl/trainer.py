@@ -140,6 +140,13 @@ class TrainConfig:
     max_grad_norm: float = 1.0
     device: str = "cpu"
     """``cuda`` batches the policy on a GPU."""
+    policy: str = "byte"
+    """``byte`` (the byte transformer, ``model``) or ``hf`` (a local transformers model,
+    ``hf_model``; e.g. a small LLM on a GPU)."""
+    hf_model: str | None = None
+    """``policy="hf"``: the local model folder."""
+    max_new_tokens: int = 256
+    """``policy="hf"``: generation budget per turn."""
     model: TransformerConfig = field(default_factory=TransformerConfig)
     loss: PPOLossConfig = field(default_factory=lambda: PPOLossConfig(kl_coef=0.0))
     """PPO settings. KL is off by default: the reference of a from-scratch model is its
@@ -198,6 +205,10 @@ class TrainConfig:
             value = getattr(self, name)
             if value and not Path(value).exists():
                 raise InvalidConfigError(f"{name}: no such file {value!r}.")
+        if self.policy not in ("byte", "hf"):
+            raise InvalidConfigError(f"policy must be 'byte' or 'hf', got {self.policy!r}.")
+        if self.policy == "hf" and not self.hf_model and not self.init:
+            raise InvalidConfigError("policy 'hf' needs hf_model (--model PATH), or --init.")
         get_record(self.env_id)  # raises a typed error with suggestions for unknown ids
 
     @classmethod
@@ -218,7 +229,8 @@ class TrainResult:
     """What :func:`train` returns."""
 
     metrics: list[dict[str, Any]]
-    policy: TransformerPolicy
+    policy: Any
+    """The trained policy (:class:`TransformerPolicy`, or ``HFPolicy`` for ``policy="hf"``)."""
     out_dir: Path | None
 
 
@@ -228,15 +240,30 @@ class Trainer:
     def __init__(self, config: TrainConfig):
         config.validate()
         self.cfg = config
+        self.policy: Any
+        init_state = None
         if config.init:
             from agentgym.agents.load import load_checkpoint_state
 
-            state = load_checkpoint_state(config.init)
-            config.model = TransformerConfig(**state["config"])
-            self.policy = TransformerPolicy(config.model, device=config.device, seed=config.seed)
-            self.policy.load_state_dict(state)
+            init_state = load_checkpoint_state(config.init)
+            if "hf_model" in init_state:
+                config.policy, config.hf_model = "hf", init_state["hf_model"]
+            else:
+                config.model = TransformerConfig(**init_state["config"])
+        if config.policy == "hf":
+            from agentgym.agents.hf import HFPolicy
+
+            torch.manual_seed(config.seed)
+            self.policy = HFPolicy(
+                config.hf_model,
+                device=config.device,
+                max_new_tokens=config.max_new_tokens,
+                seed=None,
+            )
         else:
             self.policy = TransformerPolicy(config.model, device=config.device, seed=config.seed)
+        if init_state is not None:
+            self.policy.load_state_dict(init_state)
         # the folder is prepared only once the inputs loaded, so a bad --init leaves no trace
         self.out = Path(config.out_dir) if config.out_dir else None
         resume_from = (
@@ -491,13 +518,14 @@ class Trainer:
         """Greedy and sampled test-split success now; appended to :attr:`evals` and logged."""
         # the sampled evaluation draws from its own generator state, so evaluating does not
         # change the training run's sampling (a run with and without eval trains the same)
-        gen_state = self.policy.generator.get_state()
-        self.policy.generator.manual_seed(10_007 + 7_919 * self.cfg.seed + self.iteration)
+        generator = self._generator()
+        gen_state = generator.get_state()
+        generator.manual_seed(10_007 + 7_919 * self.cfg.seed + self.iteration)
         try:
             sampled = self.evaluate(self.cfg.eval_tasks)
             greedy = self.evaluate(self.cfg.eval_tasks, greedy=True)
         finally:
-            self.policy.generator.set_state(gen_state)
+            generator.set_state(gen_state)
         ev = {
             "iteration": self.iteration,
             "env_steps": self.env_steps,
@@ -526,7 +554,7 @@ class Trainer:
                 "iteration": self.iteration,
                 "env_steps": self.env_steps,
                 "rng": self.rng.bit_generator.state,
-                "torch_rng": self.policy.generator.get_state(),
+                "torch_rng": self._generator().get_state(),
                 "metrics": self.metrics,
                 "evals": self.evals,
                 "traj": self._traj,
@@ -544,11 +572,16 @@ class Trainer:
         self.iteration = state["iteration"]
         self.env_steps = state["env_steps"]
         self.rng.bit_generator.state = state["rng"]
-        self.policy.generator.set_state(state["torch_rng"])
+        self._generator().set_state(state["torch_rng"])
         self.metrics = list(state["metrics"])
         self.evals = list(state.get("evals", []))
         self._traj = state["traj"]
         logger.info("resumed from %s at iteration %d", path, self.iteration)
+
+    def _generator(self) -> torch.Generator:
+        """The policy's sampling generator (torch's default one for the HF policy)."""
+        gen = getattr(self.policy, "generator", None)
+        return gen if gen is not None else torch.default_generator
 
     def _write_logs(self) -> None:
         assert self.out is not None

@@ -209,3 +209,31 @@ def test_cli_eval_runs_a_local_hf_model_on_the_test_split(tiny_checkpoint, tmp_p
     assert "policy=" + tiny_checkpoint in capsys.readouterr().out
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 2 and all(r["turns"] == 2 and r["split"] == "test" for r in rows)
+
+
+def test_hf_policy_sft_on_demos_then_gigpo_from_it(tiny_checkpoint, tmp_path):
+    from agentgym.agents.load import read_checkpoint
+    from agentgym.cli import main
+
+    env = "agentgym/Sokoban-Tiny-v0"
+    demos, sft, rl = tmp_path / "d.agtr", tmp_path / "sft", tmp_path / "rl"
+    kw = ["--env-kwargs", '{"max_turns": 2}', "--backend", "sync", "--no-progress"]
+    assert main(["demos", env, "--episodes", "3", "--out", str(demos), "--quiet"]) == 0
+    sft_args = ["train", "--env", env, "--algo", "sft", "--demos", str(demos), "--policy", "hf"]
+    sft_args += ["--model", tiny_checkpoint, "--iterations", "3", "--lr", "1e-2", "--out", str(sft)]
+    assert main([*sft_args, *kw]) == 0
+    import csv
+
+    with open(sft / "metrics.csv") as f:
+        nll = [float(r["demo_nll"]) for r in csv.DictReader(f)]
+    assert nll[-1] < nll[0], nll  # the clone fits the demonstrations better each epoch
+    state = read_checkpoint(sft / "checkpoint.pt")
+    assert state["policy"]["hf_model"] == tiny_checkpoint
+
+    rl_args = ["train", "--env", env, "--algo", "gigpo", "--init", str(sft / "checkpoint.pt")]
+    rl_args += ["--iterations", "1", "--tasks", "1", "--group-size", "2", "--num-envs", "2"]
+    rl_args += ["--max-new-tokens", "8", "--out", str(rl)]
+    assert main([*rl_args, *kw]) == 0
+    rl_state = read_checkpoint(rl / "checkpoint.pt")
+    assert rl_state["train_config"]["policy"] == "hf"
+    assert rl_state["metrics"][0]["episodes"] == 2
