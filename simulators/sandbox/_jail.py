@@ -46,6 +46,9 @@ MAX_FRAME = 64 << 20
 _MAX_REPLY = 1 << 20
 """Largest control reply a session may send (its replies are a few bytes)."""
 _PENDING = object()
+_MARK = b"\x00AGR"
+"""Replies on a session's control socket are ``_MARK + nonce + frame``: the worker finds the
+reply to its request behind any junk the session's code wrote on the socket (no stall)."""
 
 
 def read_exact(fd: int, n: int) -> bytes:
@@ -649,7 +652,8 @@ class Worker:
             pass
         except OSError:
             return False
-        data = json.dumps(msg).encode()
+        s["nonce"] = os.urandom(8).hex()
+        data = json.dumps({**msg, "n": s["nonce"]}).encode()
         view = memoryview(_HDR.pack(len(data)) + data)
         deadline = time.monotonic() + timeout
         try:
@@ -680,20 +684,24 @@ class Worker:
         if not chunk:
             return None
         buf += chunk
-        if len(buf) > _MAX_REPLY + 4:
-            return None
-        if len(buf) < 4:
+        mark = _MARK + s.get("nonce", "").encode()
+        at = buf.find(mark)
+        if at < 0:  # junk so far: keep only a tail that could start the marker
+            del buf[: max(0, len(buf) - len(mark))]
             return _PENDING
-        (n,) = _HDR.unpack(buf[:4])
+        start = at + len(mark)
+        if len(buf) < start + 4:
+            return _PENDING
+        (n,) = _HDR.unpack(buf[start : start + 4])
         if n > _MAX_REPLY:
             return None
-        if len(buf) < 4 + n:
+        if len(buf) < start + 4 + n:
             return _PENDING
         try:
-            reply = json.loads(bytes(buf[4 : 4 + n]))
+            reply = json.loads(bytes(buf[start + 4 : start + 4 + n]))
         except ValueError:
             return None
-        del buf[: 4 + n]
+        del buf[: start + 4 + n]
         return reply if isinstance(reply, dict) else None
 
     def _session_call(self, s: dict, msg: dict, timeout: float) -> dict:
@@ -1034,13 +1042,18 @@ def _session_main(ctl_fd: int) -> int:
                 sys.stderr.flush()
             except BaseException:
                 pass
-            write_frame(ctl.fileno(), {"ok": ok})
+            _reply(ctl, msg, {"ok": ok})
         elif op == "digest":
-            write_frame(ctl.fileno(), {"ok": True, "digest": _digest(g)})
+            _reply(ctl, msg, {"ok": True, "digest": _digest(g)})
         elif op == "fork":
             ctl = _session_fork(ctl, str(msg.get("dir", "")))
         else:
-            write_frame(ctl.fileno(), {"ok": False})
+            _reply(ctl, msg, {"ok": False})
+
+
+def _reply(ctl: socket.socket, msg: dict, obj: dict) -> None:
+    data = json.dumps(obj).encode()
+    ctl.sendall(_MARK + str(msg.get("n", "")).encode() + _HDR.pack(len(data)) + data)
 
 
 def _session_fork(ctl: socket.socket, workdir: str) -> socket.socket:
