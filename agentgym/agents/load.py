@@ -5,8 +5,8 @@ One place that knows every kind, so ``agentgym eval``, ``agentgym demos`` and th
 
 * ``random`` / ``oracle``: the scripted baseline and the env's privileged oracle;
 * ``noisy-oracle``: the oracle with probability ``epsilon`` of a random admissible action;
-* ``checkpoint``: the byte transformer from a ``checkpoint.pt`` written by ``agentgym train``
-  (also the SFT starting checkpoints);
+* ``checkpoint``: the policy of a ``checkpoint.pt`` written by ``agentgym train`` (the byte
+  transformer, or the transformers model of a ``--policy hf`` run);
 * ``hf``: a local transformers causal LM folder (``--model PATH``).
 """
 
@@ -79,7 +79,20 @@ def load_policy(
             raise InvalidConfigError("--policy checkpoint needs --checkpoint PATH (checkpoint.pt).")
         from agentgym.agents.transformer import TransformerPolicy
 
-        policy = TransformerPolicy.from_state_dict(load_checkpoint_state(checkpoint), device=device)
+        state = load_checkpoint_state(checkpoint)
+        if "hf_model" in state:  # a run trained with --policy hf
+            from agentgym.agents.hf import HFPolicy
+
+            hf = HFPolicy(
+                state["hf_model"],
+                device=device,
+                temperature=temperature,
+                seed=seed,
+                max_new_tokens=max_new_tokens,
+            )
+            hf.load_state_dict(state)
+            return hf
+        policy = TransformerPolicy.from_state_dict(state, device=device)
         policy.generator.manual_seed(seed)
         policy.config.temperature = temperature
         return policy

@@ -44,6 +44,7 @@ def test_greedy_eval_is_deterministic_and_restores_the_temperature():
     assert policy.config.temperature == 1.0
 
 
+@pytest.mark.slow
 def test_trainer_logs_heldout_success_from_step_zero_in_csv_tensorboard_and_curve(tmp_path):
     out = tmp_path / "run"
     cfg = TrainConfig(

@@ -211,6 +211,7 @@ def test_cli_eval_runs_a_local_hf_model_on_the_test_split(tiny_checkpoint, tmp_p
     assert len(rows) == 2 and all(r["turns"] == 2 and r["split"] == "test" for r in rows)
 
 
+@pytest.mark.slow
 def test_hf_policy_sft_on_demos_then_gigpo_from_it(tiny_checkpoint, tmp_path):
     from agentgym.agents.load import read_checkpoint
     from agentgym.cli import main
@@ -237,3 +238,8 @@ def test_hf_policy_sft_on_demos_then_gigpo_from_it(tiny_checkpoint, tmp_path):
     rl_state = read_checkpoint(rl / "checkpoint.pt")
     assert rl_state["train_config"]["policy"] == "hf"
     assert rl_state["metrics"][0]["episodes"] == 2
+    res = tmp_path / "res.jsonl"
+    ev = ["eval", env, "--policy", "checkpoint", "--checkpoint", str(rl), "--episodes", "1"]
+    ev += ["--mode", "greedy", "--max-new-tokens", "8", "--env-kwargs", '{"max_turns": 2}']
+    assert main([*ev, "--out", str(res), "--no-progress"]) == 0
+    assert len(res.read_text().splitlines()) == 1
