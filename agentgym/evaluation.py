@@ -12,7 +12,7 @@ catalogue, database - stays the same; only the user's phrasing changes), and ``c
 
 Both are averaged over tasks.
 
-Example:
+Examples:
     >>> round(pass_at_k(n=4, c=1, k=2), 4), round(pass_hat_k(n=4, c=3, k=2), 4)
     (0.5, 0.5)
 """

@@ -6,7 +6,7 @@ the file (with the exact seed and options, so ``agentgym replay`` can repeat it)
 Several ``Record`` wrappers (or an env pool's envs) may share one
 :class:`agentgym.trajectory.Recorder`: pass the recorder instead of a path.
 
-Example:
+Examples:
     >>> import gymnasium as gym, tempfile, os
     >>> import agentgym
     >>> from agentgym.wrappers import Record

@@ -284,7 +284,7 @@ def prompt_text(inp: PolicyInput, context: str = "latest") -> str:
 class TransformerPolicy:
     """The byte transformer as an agentgym :class:`~agentgym.agents.Policy`.
 
-    Example:
+    Examples:
         >>> policy = TransformerPolicy(TransformerConfig(d_model=32, n_layers=1), seed=0)
         >>> gen = policy.act([PolicyInput(messages=[{"role": "user", "content": "hi"}],
         ...                               info={"admissible_actions": ["a", "b"]})])[0]

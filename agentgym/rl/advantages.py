@@ -133,7 +133,7 @@ def discounted_returns(rewards: Any, traj_ids: Any, gamma: float = 0.95) -> np.n
 
     Rows of one trajectory must be in step order; trajectories may interleave.
 
-    Example:
+    Examples:
         >>> discounted_returns([1.0, 1.0, 2.0], ["a", "a", "b"], gamma=0.5).tolist()
         [1.5, 1.0, 2.0]
     """
@@ -186,7 +186,7 @@ def grpo_advantages(
     ``scores`` is usually the episode return broadcast to each of its rows (or one row per
     episode). Singleton groups keep their raw score; all-equal groups get 0.
 
-    Example:
+    Examples:
         >>> grpo_advantages([1.0, 0.0, 0.0, 5.0], ["a", "a", "a", "b"]).round(4).tolist()
         [1.1547, -0.5773, -0.5773, 5.0]
     """
@@ -317,7 +317,7 @@ def tree_grpo_advantages(
     unbiased stds over all leaves of the task (inter) and of the tree (intra). Singletons:
     mean 0, std 1. Each leaf's advantage is then given to every step on its root path.
 
-    Example:
+    Examples:
         >>> tree_grpo_advantages([1, 0, 0, 1, 1, 0], ["q"] * 6, [0, 0, 0, 1, 1, 1]).round(4).tolist()
         [2.0676, -1.4902, -1.4902, 1.4902, 1.4902, -2.0676]
     """

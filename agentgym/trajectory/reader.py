@@ -14,7 +14,7 @@ Damage never makes it crash or hang:
   :func:`~agentgym.trajectory.schema.check_frame` and recorded as a :class:`Problem`, so
   everything downstream can trust the field types.
 
-Example:
+Examples:
     >>> import agentgym.trajectory as trj
     >>> with trj.open("run.agtr") as reader:                      # doctest: +SKIP
     ...     for ep in reader.episodes(success=True, min_return=1.0):

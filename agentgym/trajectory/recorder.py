@@ -5,7 +5,7 @@ every episode gets an id unique in the file, every frame carries it, and writes 
 serialised by a lock. Use it directly, through :func:`Recorder.play_callbacks` with
 :func:`agentgym.episodes.play`, or through the :class:`agentgym.wrappers.Record` wrapper.
 
-Example:
+Examples:
     >>> import tempfile, os
     >>> from agentgym.agents import OraclePolicy
     >>> from agentgym.episodes import play

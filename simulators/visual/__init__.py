@@ -8,7 +8,7 @@
 * :mod:`.text` — fast, deterministic text drawing from a glyph atlas of Pillow's bundled font;
 * :mod:`.ocr` — tesseract through pytesseract; :mod:`.calc` — the safe calculator.
 
-Example:
+Examples:
     >>> from agentgym.simulators.visual.tasks import generate
     >>> from agentgym.simulators.visual.tools import run_tool
     >>> scene = generate("table", seed=7)

@@ -34,7 +34,7 @@ class _Glyph:
 class GlyphFont:
     """One font size: a glyph atlas plus layout and drawing of strings.
 
-    Example:
+    Examples:
         >>> font = GlyphFont.get(20)
         >>> w, h = font.size_of("Order 42")
         >>> w > 0 and h == font.line_height
@@ -181,7 +181,7 @@ class TextLayer:
     Only the ink boxes of the strings are pasted (a full-page masked paste costs tens of
     milliseconds at source resolution; the boxes of a page of text are a fraction of it).
 
-    Example:
+    Examples:
         >>> from PIL import Image
         >>> img = Image.new("RGB", (200, 50), "white")
         >>> layer = TextLayer(img.size)
