@@ -176,7 +176,8 @@ class RayEnvPool:
         max_concurrency: Concurrent calls per async actor (default: ``envs_per_actor``).
         timeout_s: Deadline of every step and call, in seconds.
         start_timeout_s: Deadline of actor start-up and of ``reset`` (which may wait for a
-            restarted actor to come up: a new process importing the env's libraries).
+            restarted actor to come up: a new process importing the env's libraries); never
+            less than ``timeout_s``, which raises a smaller value (see :func:`start_deadline`).
         max_restarts: How often Ray may restart a dead actor (-1: always).
         replace_dead: Replace actors that died for good (Ray will not restart them).
         replace_backoff_s: Wait before the second replacement of the same actor; doubles
@@ -218,7 +219,7 @@ class RayEnvPool:
         self.num_envs = len(env_fns)
         self.envs_per_actor = envs_per_actor
         self.timeout_s = float(timeout_s)
-        self.start_timeout_s = float(max(start_timeout_s, timeout_s))
+        self.start_timeout_s, self._start_deadline = start_deadline(start_timeout_s, timeout_s)
         self.backend = "ray"
         host_cls = _AsyncEnvHost if async_actor else _EnvHost
         options: dict[str, Any] = {
@@ -245,7 +246,9 @@ class RayEnvPool:
         self._streak = [0] * len(self.actors)  # replacements since the actor last answered
         self._not_before = [0.0] * len(self.actors)  # monotonic time of the next allowed one
         self._closed = False
-        started = self._gather([a.pid.remote() for a in self.actors], self.start_timeout_s)
+        started = self._gather(
+            [a.pid.remote() for a in self.actors], self.start_timeout_s, self._start_deadline
+        )
         failed = [(i, v) for i, (status, v) in enumerate(started) if status != "ok"]
         if failed:
             self.close()
@@ -280,10 +283,17 @@ class RayEnvPool:
         if bad:
             raise InvalidConfigError(f"env indices {bad} out of range 0..{self.num_envs - 1}.")
 
-    def _gather(self, refs: Sequence[Any], timeout_s: float | None = None) -> list[tuple[str, Any]]:
-        """Wait for all refs until the deadline; ``("ok", value)`` or ``("error", message)``."""
+    def _gather(
+        self, refs: Sequence[Any], timeout_s: float | None = None, source: str | None = None
+    ) -> list[tuple[str, Any]]:
+        """Wait for all refs until the deadline; ``("ok", value)`` or ``("error", message)``.
+
+        ``source`` names the argument that set ``timeout_s``, for the timeout message
+        (default: ``timeout_s``, the deadline of steps and calls).
+        """
         ray = self._ray
-        timeout_s = self.timeout_s if timeout_s is None else timeout_s
+        if timeout_s is None:
+            timeout_s, source = self.timeout_s, source or f"timeout_s={self.timeout_s:g}"
         deadline = time.monotonic() + timeout_s
         pending = list(refs)
         while pending:
@@ -295,7 +305,8 @@ class RayEnvPool:
         out: list[tuple[str, Any]] = []
         for ref in refs:
             if ref in late:
-                out.append(("timeout", f"no answer within {timeout_s:g} s"))
+                why = f" ({source})" if source else ""
+                out.append(("timeout", f"no answer within {timeout_s:g} s{why}"))
                 continue
             try:
                 out.append(("ok", ray.get(ref)))
@@ -410,7 +421,7 @@ class RayEnvPool:
             for i in todo:
                 actor, slot = self._where(i)
                 refs.append(actor.reset.remote(slot, *args[i]))
-            results = self._gather(refs, self.start_timeout_s)
+            results = self._gather(refs, self.start_timeout_s, self._start_deadline)
             waiting = self._after_call(todo, results)
             again, restarting = [], False
             for i, (status, value) in zip(todo, results):
@@ -520,6 +531,28 @@ class RayEnvPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def start_deadline(start_timeout_s: float, timeout_s: float) -> tuple[float, str]:
+    """The deadline of actor start-up and ``reset`` in force, and words naming its source.
+
+    Start-up and resets never get less time than one step, so a ``start_timeout_s`` below
+    ``timeout_s`` is raised to it. Error messages quote the returned words, so a user who
+    passed ``start_timeout_s=90`` (with the default ``timeout_s=120``) reads why the pool
+    waited 120 s rather than a number they never passed.
+
+    Examples:
+        >>> start_deadline(300, 120)
+        (300.0, 'start_timeout_s=300')
+        >>> start_deadline(90, 120)[0]
+        120.0
+    """
+    if start_timeout_s >= timeout_s:
+        return float(start_timeout_s), f"start_timeout_s={start_timeout_s:g}"
+    return float(timeout_s), (
+        f"timeout_s={timeout_s:g}; the start_timeout_s={start_timeout_s:g} passed is raised "
+        "to it, as start-up and reset never get less time than a step"
+    )
 
 
 def _describe(exc: BaseException) -> str:
