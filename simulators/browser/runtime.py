@@ -373,8 +373,12 @@ class BrowserRuntime:
     # -- introspection for tests and benchmarks ---------------------------------------------
 
     def browser_pids(self) -> list[int]:
-        """Process ids of this runtime's Chromium main process (found by its marker flag)."""
-        pids = []
+        """Process ids of this runtime's Chromium main process (found by its marker flag).
+
+        A child that Chromium has just forked carries the main process's command line until
+        it execs, so a match whose parent also matches is that child, not a second browser.
+        """
+        parents: dict[int, int] = {}
         marker = f"--agentgym-runtime={self.token}".encode()
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
@@ -382,11 +386,12 @@ class BrowserRuntime:
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as fh:
                     cmd = fh.read().split(b"\0")
-            except OSError:
+                if marker not in cmd or any(part.startswith(b"--type=") for part in cmd):
+                    continue
+                parents[int(entry)] = _parent_pid(entry)
+            except (OSError, IndexError, ValueError):
                 continue
-            if marker in cmd and not any(part.startswith(b"--type=") for part in cmd):
-                pids.append(int(entry))
-        return pids
+        return [pid for pid, ppid in parents.items() if ppid not in parents]
 
     def kill_browser(self) -> None:
         """SIGKILL this runtime's Chromium (fault injection for tests)."""
@@ -405,8 +410,7 @@ class BrowserRuntime:
             if not entry.isdigit():
                 continue
             try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    parents[int(entry)] = int(fh.read().rsplit(")", 1)[1].split()[1])
+                parents[int(entry)] = _parent_pid(entry)
             except (OSError, ValueError, IndexError):
                 continue
         family = set(self.browser_pids())
@@ -489,3 +493,10 @@ def shutdown_runtime() -> None:
         if _RUNTIME is not None:
             _RUNTIME.close()
             _RUNTIME = None
+
+
+def _parent_pid(pid: str) -> int:
+    """The parent of process ``pid``, read from /proc (raises OSError once it has gone)."""
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        # the command name (field 2) may hold spaces: the ppid is 2 fields after its ')'
+        return int(fh.read().rsplit(b")", 1)[1].split()[1])
