@@ -237,3 +237,38 @@ def test_fuzz_answers_never_raise_in_any_env(env_id: str) -> None:
         step_junk()
     finally:
         env.close()
+
+
+MULTI_AGENT = sorted(r.id for r in agentgym.list_envs() if r.multi_agent)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", MULTI_AGENT)
+def test_fuzz_answers_never_raise_in_any_multi_agent_env(env_id: str) -> None:
+    """Every seat of every PettingZoo env takes any answer string without raising."""
+    env = agentgym.make_multi(env_id)
+    try:
+        env.reset(seed=0)
+        state = {"episodes": 0}
+
+        @settings(
+            max_examples=12,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(text=junk)
+        def step_junk(text: str) -> None:
+            if not env.agents:
+                state["episodes"] += 1
+                env.reset(seed=state["episodes"])
+            actions = {a: f"<answer>{text}</answer>" for a in env.agents}
+            obs, rewards, _, _, _ = env.step(actions)
+            for agent in obs:
+                assert isinstance(obs[agent]["text"], str)
+                assert isinstance(float(rewards[agent]), float)
+
+        step_junk()
+    finally:
+        env.close()
