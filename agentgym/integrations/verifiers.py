@@ -18,7 +18,15 @@ structured call is validated by the env exactly like its ``<tool_call>`` text. T
 reply goes back as ``tool`` messages carrying each call's id. Envs that end with an
 ``<answer>`` also offer the ``answer`` tool (``answer_tool=None``, the default, turns it on
 exactly for them). Images go to the model as OpenAI ``image_url`` parts (verifiers speaks
-the OpenAI chat format); pass ``image_format="none"`` for a text-only model.
+the OpenAI chat format); pass ``image_format="none"`` for a text-only model (the task text
+plus a note that images were left out).
+
+A ``datasets`` column holds one Arrow type, so an image-carrying opening chat (a system
+message with string content next to a user message with a list of parts) cannot be stored
+as written: :func:`dataset_rows` gives every message of such rows a list of content parts
+(text as ``{"type": "text", "text": ...}``). Arrow then fills the keys one part kind lacks
+with ``None`` (``image_url`` on text parts, ``text`` on image parts); ``setup_state`` drops
+them again, so the model gets the parts exactly as the env wrote them.
 
 When verifiers is not installed the class still exists with the same methods (on a plain
 base) so it can be driven directly.
@@ -33,6 +41,7 @@ from agentgym.integrations.session import TextSession
 
 __all__ = [
     "AgentGymVerifiersEnv",
+    "dataset_rows",
     "env_reward",
     "load_environment",
     "opening_rows",
@@ -69,22 +78,77 @@ def opening_rows(
     image_format: str = "data_url",
 ) -> list[dict]:
     """``{"prompt": opening chat, "info": {"env_id", "seed", "task_id"}}`` per seed."""
-    rows = []
-    for s in seeds:
-        session = TextSession(
-            env_id, env_kwargs=env_kwargs, answer_tool=answer_tool, image_format=image_format
-        )
-        try:
+    return _openings(env_id, seeds, env_kwargs, answer_tool, image_format)[0]
+
+
+def _openings(
+    env_id: str,
+    seeds: Sequence[int],
+    env_kwargs: dict | None,
+    answer_tool: bool | None,
+    image_format: str,
+) -> tuple[list[dict], list[dict[str, Any]]]:
+    """The rows of :func:`opening_rows` and the env's tools (at the first seed).
+
+    One env serves every seed: the contract gives the same opening for the same seed.
+    """
+    session = TextSession(
+        env_id, env_kwargs=env_kwargs, answer_tool=answer_tool, image_format=image_format
+    )
+    rows: list[dict] = []
+    tools: list[dict[str, Any]] = []
+    try:
+        for s in seeds:
             start = session.reset(seed=int(s))
-        finally:
-            session.close()
-        rows.append(
-            {
-                "prompt": start.messages,
-                "info": {"env_id": env_id, "seed": int(s), "task_id": start.info["task_id"]},
-            }
-        )
-    return rows
+            if not rows:
+                tools = start.tools
+            rows.append(
+                {
+                    "prompt": start.messages,
+                    "info": {"env_id": env_id, "seed": int(s), "task_id": start.info["task_id"]},
+                }
+            )
+        if not rows:
+            tools = session.reset(seed=0).tools
+    finally:
+        session.close()
+    return rows, tools
+
+
+def dataset_rows(rows: Sequence[dict]) -> list[dict]:
+    """``rows`` with one content type per column: all parts lists if any row has parts.
+
+    Text-only rows come back unchanged. Where any message carries a list of content parts
+    (images), every message's string content becomes ``[{"type": "text", "text": ...}]``,
+    which ``datasets.Dataset.from_list`` can store (it refuses strings mixed with lists).
+    """
+    if not any(isinstance(m.get("content"), list) for row in rows for m in row["prompt"]):
+        return list(rows)
+    return [
+        {
+            **row,
+            "prompt": [
+                {**m, "content": [{"type": "text", "text": m["content"]}]}
+                if isinstance(m.get("content"), str)
+                else m
+                for m in row["prompt"]
+            ],
+        }
+        for row in rows
+    ]
+
+
+def _drop_nones(value: Any) -> Any:
+    """``value`` without the ``None`` entries Arrow adds to dicts of a merged struct type."""
+    if isinstance(value, dict):
+        return {k: _drop_nones(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_nones(v) for v in value]
+    return value
+
+
+def _plain_message(message: Any) -> dict[str, Any]:
+    return message.model_dump() if hasattr(message, "model_dump") else dict(message)
 
 
 def tool_defs(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -147,6 +211,10 @@ class AgentGymVerifiersEnv(_Base):  # type: ignore[misc, valid-type]
 
     async def setup_state(self, state: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         info = state.get("info") or {}
+        if state.get("prompt"):  # the parts as the env wrote them (see the module docstring)
+            state["prompt"] = self._messages(
+                [_drop_nones(_plain_message(m)) for m in state["prompt"]]
+            )
         session = self._session()
         task = info.get("task_id")
         await session.areset(info.get("seed"), {"task_id": task} if task else None)
@@ -195,18 +263,9 @@ def load_environment(
     **kwargs: Any,
 ) -> Any:
     """The verifiers entry point (``vf.load_environment`` convention)."""
-    rows = opening_rows(
-        env_id,
-        range(seed, seed + num_examples),
-        env_kwargs,
-        answer_tool=answer_tool,
-        image_format=image_format,
+    rows, tools = _openings(
+        env_id, range(seed, seed + num_examples), env_kwargs, answer_tool, image_format
     )
-    probe = TextSession(env_id, env_kwargs=env_kwargs, answer_tool=answer_tool)
-    try:
-        tools = probe.reset(seed=seed).tools
-    finally:
-        probe.close()
     options: dict[str, Any] = {
         "env_kwargs": env_kwargs,
         "answer_tool": answer_tool,
@@ -214,7 +273,7 @@ def load_environment(
     }
     if _VF is None:
         env = AgentGymVerifiersEnv(env_id, **options)
-        env.dataset = rows  # type: ignore[attr-defined]
+        env.dataset = dataset_rows(rows)  # type: ignore[attr-defined]
         env.tool_defs = tool_defs(tools)  # type: ignore[attr-defined]
         return env
     from datasets import Dataset
@@ -223,7 +282,7 @@ def load_environment(
     return AgentGymVerifiersEnv(
         env_id,
         **options,
-        dataset=Dataset.from_list(rows),
+        dataset=Dataset.from_list(dataset_rows(rows)),
         rubric=rubric,
         max_turns=max_turns,
         tool_defs=tool_defs(tools),

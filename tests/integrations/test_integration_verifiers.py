@@ -20,7 +20,7 @@ from typing import Any
 import gymnasium as gym
 import pytest
 
-import agentgym  # noqa: F401
+import agentgym
 from agentgym.parsing import render_tool_call
 
 vf = pytest.importorskip("verifiers")
@@ -30,6 +30,7 @@ starlette_apps = pytest.importorskip("starlette.applications")
 from starlette.responses import JSONResponse  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
+from agentgym.integrations.session import takes_answer_tool  # noqa: E402
 from agentgym.integrations.verifiers import load_environment  # noqa: E402
 
 SOKOBAN = "agentgym/Sokoban-Tiny-v0"
@@ -199,3 +200,117 @@ def test_evaluate_answer_env_earns_the_outcome_through_the_answer_tool(
         assert out["reward"] == pytest.approx(1.0)
         assert out["metrics"]["success"] == 1.0
         assert out["stop_condition"] == "has_final_env_response"
+
+
+# ---- every id, and images through evaluate() ---------------------------------------------
+
+VISUAL = "agentgym/VisualClock-v0"
+
+
+def _texts(messages: list[dict[str, Any]]) -> list[str]:
+    """Every piece of text in OpenAI messages (string contents and text parts)."""
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, str):
+            out.append(content)
+        for part in content if isinstance(content, list) else []:
+            assert set(part) in ({"type", "text"}, {"type", "image_url"}), part  # no nulls
+            out.append(part["text"] if part["type"] == "text" else "")
+    return out
+
+
+def test_every_id_builds_with_the_default_images_and_opens_a_clean_rollout(
+    single_agent_id: str, client_config: Callable[[int], Any]
+):
+    """``load_environment`` (``image_format="data_url"``) on every id: verifiers' own
+    ``init_state`` and client turn the row into the OpenAI request the model would get."""
+    from verifiers.clients.openai_chat_completions_client import OpenAIChatCompletionsClient
+
+    env_id = single_agent_id
+    env = load_environment(env_id, num_examples=2, seed=1, max_turns=2)
+    assert isinstance(env, vf.MultiTurnEnv)
+    direct = agentgym.make(env_id)
+    obs, info = direct.reset(seed=1)
+    direct.close()
+    answer = ["answer"] if takes_answer_tool(env_id) else []  # the default answer_tool=None
+    assert [t.name for t in env.tool_defs] == [
+        t["function"]["name"] for t in info["tools"]
+    ] + answer
+    rows = env.get_eval_dataset(n=2).to_list()
+    assert [r["info"]["seed"] for r in rows] == [1, 2]
+
+    async def first_request() -> tuple[list[Any], dict[str, Any]]:
+        state = await env.init_state(rows[0], client_config(1), "fake")
+        await env.setup_state(state)
+        try:
+            native, _ = await OpenAIChatCompletionsClient(client_config(1)).to_native_prompt(
+                state["prompt"]
+            )
+            return native, state["agentgym_session"].info
+        finally:
+            await env.cleanup(state)
+
+    request, session_info = asyncio.run(first_request())
+    assert session_info["task_id"] == info["task_id"]
+    assert [m["role"] for m in request] == ["system", "user"]
+    text = "\n".join(_texts(request))
+    assert obs["text"].strip().splitlines()[0] in text  # the task question reached the model
+    assert "base64" not in text and len(text) < 50_000
+    user = request[1]["content"]
+    if obs["images"]:
+        urls = [p["image_url"]["url"] for p in user if p["type"] == "image_url"]
+        assert len(urls) == len(obs["images"])
+        assert all(u.startswith("data:image/png;base64,") for u in urls)
+    else:
+        assert isinstance(user, str)
+
+
+def test_evaluate_visual_env_sends_images_as_parts_and_earns_the_answer(
+    client_config: Callable[[int], Any],
+):
+    """verifiers' ``evaluate()`` on a Visual id with default images: a zoom, then the answer."""
+    env = load_environment(VISUAL, num_examples=2, seed=4, max_turns=4)
+    answers, direct_rewards = {}, {}
+    for row in env.dataset:
+        probe = agentgym.make(VISUAL, answer_tool=True)
+        probe.reset(seed=row["info"]["seed"])
+        answer = str(probe.unwrapped._scene.answer)
+        _, r1, *_ = probe.step(render_tool_call("zoom", {"box": [0, 0, 320, 240]}))
+        _, r2, term, *_ = probe.step(render_tool_call("answer", {"answer": answer}))
+        probe.close()
+        assert term
+        user = next(m for m in row["prompt"] if m["role"] == "user")
+        url = next(p["image_url"]["url"] for p in user["content"] if p["type"] == "image_url")
+        answers[url] = answer
+        direct_rewards[row["info"]["seed"]] = r1 + r2
+
+    def policy(request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        user = next(m for m in request["messages"] if m["role"] == "user")
+        url = next(p["image_url"]["url"] for p in user["content"] if p["type"] == "image_url")
+        if not any(m["role"] == "assistant" for m in request["messages"]):
+            return "zoom", {"box": [0, 0, 320, 240]}
+        return "answer", {"answer": answers[url]}
+
+    with FakeServer(policy) as server:
+        outputs = _evaluate(env, client_config(server.port), 2)
+
+    assert len(server.requests) == 4  # two turns per rollout
+    for request in server.requests:
+        assert "answer" in [t["function"]["name"] for t in request["tools"]]
+        text = "\n".join(_texts(request["messages"]))
+        assert "What time does the wall clock show?" in text and "base64" not in text
+    # the zoom's picture came back as an image part of the tool reply, not as text
+    second_turns = [r for r in server.requests if len(r["messages"]) > 2]
+    assert len(second_turns) == 2
+    for request in second_turns:
+        tool = request["messages"][-1]
+        assert tool["role"] == "tool" and tool["tool_call_id"]
+        assert [p["type"] for p in tool["content"]] == ["image_url", "text"]
+        assert "Zoomed" in tool["content"][-1]["text"]
+    for out in outputs:
+        assert out["error"] is None
+        assert out["stop_condition"] == "has_final_env_response"
+        assert out["metrics"]["success"] == 1.0
+        assert out["reward"] == pytest.approx(direct_rewards[out["info"]["seed"]])
+        assert out["reward"] >= 1.0
