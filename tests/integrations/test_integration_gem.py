@@ -77,3 +77,33 @@ def test_gem_shape_determinism_and_spawn():
     assert a.sample_random_action() in info["admissible_actions"]
     child = a.spawn(same_state=True)
     assert child.session.env.unwrapped.state_key() == a.session.env.unwrapped.state_key()
+
+
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def test_oat_trainer_env_path_with_gems_concat_chat_wrapper(gem_ids):
+    """What GEM's oat trainer (examples/train_oat.py) builds in each actor: ``make_vec``
+    with per-env ``vec_kwargs`` seeds and GEM's ``concat_chat`` wrapper over a tokenizer."""
+    from gem.wrappers.wrapper_factory import get_wrapper_fns
+
+    from agentgym.integrations.offline import char_tokenizer
+
+    tok = char_tokenizer()
+    tok.chat_template = CHATML
+    vec = gem.make_vec(
+        [PREFIX + TEXT_ID] * 2,
+        vec_kwargs=[{"seed": 7 + j} for j in range(2)],
+        wrappers=get_wrapper_fns("concat_chat", tokenizer=tok),
+        async_mode=True,
+    )
+    obs, _ = vec.reset()
+    for j in range(2):  # each env's own seed, its task in a chat the model continues
+        assert AgentGymGemEnv(TEXT_ID).reset(seed=7 + j)[0] in obs[j]
+        assert obs[j].endswith("<|im_start|>assistant\n")
+    obs, rewards, _, _, infos = vec.step([UP, "no call"])
+    assert infos[0]["action_valid"] and not infos[1]["action_valid"] and rewards[1] < 0
+    assert UP in obs[0] and "You moved up" in obs[0]

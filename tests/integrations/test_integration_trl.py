@@ -215,3 +215,57 @@ def test_tool_methods_are_the_ones_trl_exposes():
         "left",
         "right",
     ]
+
+
+def _example_arguments(parameters: dict) -> dict:
+    """Values for a tool's required arguments, read from the schema TRL renders."""
+    out: dict = {}
+    for name in parameters.get("required", []):
+        prop = parameters["properties"][name]
+        kind = prop.get("type", "string")
+        if prop.get("enum"):
+            out[name] = prop["enum"][0]
+        elif kind == "array":
+            out[name] = [0, 0, 50, 50][: prop.get("minItems", 0)]
+        else:
+            out[name] = {"integer": 1, "number": 1.0, "boolean": False, "object": {}}.get(kind, "1")
+    return out
+
+
+def test_every_id_resets_with_its_task_and_takes_a_tool_call_as_trl_does(single_agent_id):
+    """TRL's own steps on the class: its method listing, ``get_json_schema``, ``reset(**row)``
+    with a ``seed_dataset`` row, one tool call with the result (or error) TRL shows."""
+    import agentgym
+
+    env_id = single_agent_id
+    Env = environment_class(env_id)
+    env = Env()
+    # the listing and schemas exactly as GRPOTrainer builds them from the class
+    methods = [
+        getattr(env, name)
+        for name, _ in inspect.getmembers(Env, predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    ]
+    schemas = {m.__name__: transformers.utils.get_json_schema(m)["function"] for m in methods}
+    direct = agentgym.make(env_id)
+    obs, info = direct.reset(seed=1)
+    direct.close()
+    assert set(schemas) >= {t["function"]["name"] for t in info["tools"]}
+
+    opening = env.reset(**seed_dataset(env_id, [1])[0])
+    assert isinstance(opening, str)
+    assert obs["text"].strip().splitlines()[0] in opening  # the task text reached the prompt
+    assert "base64" not in opening and "data:image" not in opening
+    if obs["images"]:
+        assert "image(s) left out" in opening
+
+    first = info["tools"][0]["function"]["name"]
+    tool = {m.__name__: m for m in methods}[first]
+    try:  # as GRPOTrainer calls a tool: a raised error's message is the result
+        result = tool(**_example_arguments(schemas[first]["parameters"]))
+    except Exception as e:
+        result = str(e)
+    assert env._session.turns == 1  # the call reached the env
+    assert isinstance(result, str) and result.strip()
+    assert "base64" not in result and "data:image" not in result and len(result) < 20_000
+    env._session.close()
