@@ -7,7 +7,10 @@ One place that knows every kind, so ``agentgym eval``, ``agentgym demos`` and th
 * ``noisy-oracle``: the oracle with probability ``epsilon`` of a random admissible action;
 * ``checkpoint``: the policy of a ``checkpoint.pt`` written by ``agentgym train`` (the byte
   transformer, or the transformers model of a ``--policy hf`` run);
-* ``hf``: a local transformers causal LM folder (``--model PATH``).
+* ``hf``: a local transformers causal LM folder (``--model PATH``);
+* ``openai``: a model behind any OpenAI-compatible chat-completions server (vLLM, SGLang,
+  llama.cpp, a hosted API): ``base_url`` and ``model`` (the served name), through
+  :class:`agentgym.agents.http.HTTPPolicy`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 from agentgym.agents.base import Policy
 from agentgym.error import InvalidConfigError
 
-POLICY_KINDS = ("oracle", "random", "noisy-oracle", "checkpoint", "hf")
+POLICY_KINDS = ("oracle", "random", "noisy-oracle", "checkpoint", "hf", "openai")
 
 
 def read_checkpoint(path: str | Path) -> dict[str, Any]:
@@ -64,8 +67,16 @@ def load_policy(
     device: str = "cpu",
     temperature: float = 1.0,
     max_new_tokens: int = 256,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    max_concurrency: int = 16,
+    request_timeout: float = 120.0,
 ) -> Policy:
-    """A policy of ``kind`` (see :data:`POLICY_KINDS` and the module docstring)."""
+    """A policy of ``kind`` (see :data:`POLICY_KINDS` and the module docstring).
+
+    ``base_url``, ``api_key``, ``max_concurrency`` (requests in flight) and
+    ``request_timeout`` (seconds) are for ``openai``; ``model`` is its served model name.
+    """
     from agentgym.agents.scripted import NoisyPolicy, OraclePolicy, RandomPolicy
 
     if kind == "oracle":
@@ -109,5 +120,32 @@ def load_policy(
             temperature=temperature,
             seed=seed,
             max_new_tokens=max_new_tokens,
+        )
+    if kind == "openai":
+        if not base_url:
+            raise InvalidConfigError(
+                "--policy openai needs --base-url URL: the server's OpenAI-compatible root, "
+                "e.g. http://127.0.0.1:8000/v1 for vLLM or SGLang."
+            )
+        if not base_url.startswith(("http://", "https://")):
+            raise InvalidConfigError(
+                f"--base-url must start with http:// or https://, got {base_url!r} "
+                "(e.g. http://127.0.0.1:8000/v1)."
+            )
+        if not model:
+            raise InvalidConfigError(
+                "--policy openai needs --model NAME: the model's name on the server "
+                "(what GET <base-url>/models lists, e.g. Qwen/Qwen2.5-7B-Instruct)."
+            )
+        from agentgym.agents.http import HTTPPolicy
+
+        return HTTPPolicy(
+            base_url,
+            model,
+            api_key=api_key,
+            temperature=temperature,
+            max_tokens=max_new_tokens,
+            timeout=request_timeout,
+            max_concurrency=max_concurrency,
         )
     raise InvalidConfigError(f"unknown policy {kind!r}; choose from {list(POLICY_KINDS)}.")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -24,6 +24,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from agentgym.agents.base import Policy
+from agentgym.episodes import EpisodeSummary, StepEvent
 from agentgym.error import InvalidConfigError
 from agentgym.registry import get_record
 from agentgym.rl.rollouts import Chain, group_rollouts
@@ -134,12 +135,22 @@ def heldout_eval(
     backend: str = "thread",
     seed: int = EVAL_SEED_BASE,
     progress: bool = False,
+    on_reset: Callable[[int, int, dict, dict], None] | None = None,
+    on_step: Callable[[StepEvent], None] | None = None,
+    on_end: Callable[[int, EpisodeSummary], None] | None = None,
 ) -> HeldoutResult:
     """Play ``episodes`` episodes on ``split`` and return per-episode outcomes.
 
     Episode ``k`` is reset with seed ``seed + k`` in an env made with ``split=split``, so
     the same arguments give the same tasks. ``greedy`` sets the policy's temperature to 0
     for the call (byte transformer, HF and HTTP policies).
+
+    ``on_reset``/``on_step``/``on_end`` are :func:`agentgym.episodes.play`'s callbacks
+    (episode ``k`` as above), so the episodes can be recorded as they are played::
+
+        with Recorder("eval.agtr") as rec:
+            heldout_eval(env_id, policy, **rec.play_callbacks(
+                env_id, env_kwargs={**env_kwargs, "split": "test"}, seed=seed), seed=seed)
     """
     if episodes < 1:
         raise InvalidConfigError(f"episodes must be >= 1, got {episodes}.")
@@ -170,6 +181,9 @@ def heldout_eval(
                     history_turns=history_turns,
                     group_prefix="eval:",
                     on_chain_end=tick,
+                    on_reset=on_reset,
+                    on_step=on_step,
+                    on_end=on_end,
                 )
     finally:
         bar.close()

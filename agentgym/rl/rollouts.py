@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from agentgym.agents.base import Generation, Policy, PolicyInput
+from agentgym.episodes import EpisodeSummary, StepEvent
 from agentgym.vector import EnvPool
 from agentgym.wrappers.chat import observation_message
 
@@ -146,6 +147,9 @@ def run_chains(
     keep_snapshots: bool = False,
     stats: dict[str, float] | None = None,
     on_chain_end: Callable[[Chain], None] | None = None,
+    on_reset: Callable[[int, int, dict, dict], None] | None = None,
+    on_step: Callable[[StepEvent], None] | None = None,
+    on_end: Callable[[int, EpisodeSummary], None] | None = None,
 ) -> list[Chain]:
     """Run every start to the end of its episode; see the module docstring.
 
@@ -153,6 +157,13 @@ def run_chains(
     this process (thread and sync backends), so privileged scripted policies (the oracle,
     noisy demonstrators) run through the same loop as learned ones. ``on_chain_end`` is
     called with each finished chain (e.g. to advance a progress bar).
+
+    ``on_reset(slot, k, obs, info)``, ``on_step(event)`` and ``on_end(slot, summary)`` have
+    the signatures of :func:`agentgym.episodes.play`'s callbacks, so
+    :meth:`agentgym.trajectory.Recorder.play_callbacks` records these rollouts unchanged
+    (``k`` is the start's index; the summary's ``env_id`` is empty, as the pool does not
+    know it). They see only chains that begin with a reset: a branch restored from a
+    snapshot is not a whole episode.
     """
     stats = stats if stats is not None else {}
     pending = list(range(len(starts)))[::-1]
@@ -162,6 +173,7 @@ def run_chains(
     chats: dict[int, Chat] = {}
     infos: dict[int, dict[str, Any]] = {}
     trajs: dict[int, int] = {}
+    watched: set[int] = set()  # slots whose chain began with a reset (seen by the callbacks)
 
     def begin(slot: int, k: int) -> None:
         st = starts[k]
@@ -183,6 +195,11 @@ def run_chains(
             st, info.get("task_id", ""), root_snap, chat.branch(), dict(info), [], [], [], []
         )
         active[slot] = k
+        watched.discard(slot)
+        if st.snapshot is None and (on_reset or on_step or on_end):
+            watched.add(slot)
+            if on_reset is not None:
+                on_reset(slot, k, obs, info)
 
     while pending and free:
         begin(free.pop(), pending.pop())
@@ -196,12 +213,16 @@ def run_chains(
             )
             for s in slots
         ]
+        t0 = time.perf_counter()
         gens = policy.act(inputs)
+        policy_ms = (time.perf_counter() - t0) * 1000 / len(slots)
         stats["policy_calls"] = stats.get("policy_calls", 0) + 1
         stats["tokens"] = stats.get("tokens", 0) + sum(
             0 if g.token_ids is None else len(g.token_ids) for g in gens
         )
+        t0 = time.perf_counter()
         results = pool.step({s: g.text for s, g in zip(slots, gens)})
+        env_ms = (time.perf_counter() - t0) * 1000 / len(slots)
         stats["env_steps"] = stats.get("env_steps", 0) + len(slots)
         done_slots = []
         for s, gen in zip(slots, gens):
@@ -233,6 +254,25 @@ def run_chains(
                 chain.snapshots.append(None)  # live ones filled below in one pool call
                 chain.chats.append(chats[s].branch())
                 chain.infos.append(dict(merged))
+            if s in watched:
+                if on_step is not None:
+                    on_step(
+                        StepEvent(
+                            s,
+                            active[s],
+                            gen.text,
+                            gen,
+                            res.obs,
+                            res.reward,
+                            res.terminated,
+                            res.truncated,
+                            res.info,
+                            policy_ms,
+                            env_ms,
+                        )
+                    )
+                if done and on_end is not None:
+                    on_end(s, _summary(chain, active[s], res))
             if done:
                 done_slots.append(s)
         if keep_snapshots:
@@ -255,6 +295,27 @@ def run_chains(
     return [c for c in chains if c is not None]
 
 
+def _summary(chain: Chain, k: int, last: Any) -> EpisodeSummary:
+    """A finished chain as :func:`agentgym.episodes.play` reports an episode.
+
+    ``last`` is the final step's result. ``components`` stays empty: the per-step
+    components reach ``on_step`` with each event.
+    """
+    return EpisodeSummary(
+        env_id="",
+        episode=k,
+        seed=chain.start.seed,
+        task_id=chain.task_id,
+        turns=len(chain.steps),
+        total_reward=float(sum(r.reward for r in chain.steps)),
+        success=chain.steps[-1].success,
+        invalid_actions=sum(not r.valid for r in chain.steps),
+        terminated=bool(last.terminated),
+        truncated=bool(last.truncated),
+        error=last.info.get("env_error"),
+    )
+
+
 class _Counter:
     def __init__(self) -> None:
         self.n = 0
@@ -274,8 +335,16 @@ def group_rollouts(
     group_prefix: str = "",
     traj_counter: Callable[[], int] | None = None,
     on_chain_end: Callable[[Chain], None] | None = None,
+    on_reset: Callable[[int, int, dict, dict], None] | None = None,
+    on_step: Callable[[StepEvent], None] | None = None,
+    on_end: Callable[[int, EpisodeSummary], None] | None = None,
 ) -> RolloutBatch:
-    """``group_size`` chains per task seed, all sharing that seed (GRPO / GiGPO)."""
+    """``group_size`` chains per task seed, all sharing that seed (GRPO / GiGPO).
+
+    ``on_reset``/``on_step``/``on_end``: see :func:`run_chains` (e.g. a recorder's
+    ``play_callbacks``); chain ``k`` is the ``k % group_size``-th of seed
+    ``seeds[k // group_size]``.
+    """
     t0 = time.perf_counter()
     starts = [
         Start(group_id=f"{group_prefix}{seed}", seed=int(seed))
@@ -291,6 +360,9 @@ def group_rollouts(
         history_turns=history_turns,
         stats=stats,
         on_chain_end=on_chain_end,
+        on_reset=on_reset,
+        on_step=on_step,
+        on_end=on_end,
     )
     trajs = [
         Trajectory(

@@ -300,18 +300,21 @@ class Recorder:
         env_id: str,
         env_kwargs: Mapping[str, Any] | None = None,
         seed: int | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> dict[str, Callable[..., None]]:
         """``on_reset``/``on_step``/``on_end`` for :func:`agentgym.episodes.play`.
 
         Pass ``seed`` (the ``seed`` given to ``play``) to have each episode's seed in its
         ``episode_start`` frame; without it the seed is taken from the episode summary and
-        written in ``episode_end``. Each call gets its own slot table, so several ``play``
-        runs may share one recorder concurrently.
+        written in ``episode_end``. ``meta`` is added to every episode's ``meta`` (e.g.
+        ``{"mode": "greedy"}`` when one file holds several evaluations). Each call gets its
+        own slot table, so several ``play`` runs may share one recorder concurrently.
         """
         from agentgym.registry import get_record
 
         full_id = get_record(env_id).id
         kwargs = dict(env_kwargs or {})
+        extra = dict(meta or {})
         slots: dict[int, str] = {}
 
         def on_reset(slot: int, episode: int, obs: Any, info: Mapping[str, Any]) -> None:
@@ -322,7 +325,7 @@ class Recorder:
                 seed=None if seed is None else seed + episode,
                 options=None,
                 env_kwargs=kwargs,
-                meta={"episode_index": episode},
+                meta={**extra, "episode_index": episode},
             )
 
         def on_step(event: Any) -> None:

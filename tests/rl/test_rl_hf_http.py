@@ -2,9 +2,6 @@
 (against a fake OpenAI-compatible server on 127.0.0.1)."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -106,76 +103,15 @@ def test_hf_policy_greedy_batch_equals_one_by_one(tiny_checkpoint):
     assert [list(g.token_ids) for g in batched] == [list(g.token_ids) for g in single]
 
 
-class _FakeOpenAI(BaseHTTPRequestHandler):
-    requests: ClassVar[list] = []
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append((self.path, self.headers.get("Authorization"), body))
-        last = body["messages"][-1]["content"]
-        if last == "fail":
-            self.send_response(500)
-            self.end_headers()
-            self.wfile.write(b"boom")
-            return
-        if body.get("tools"):
-            message = {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "type": "function",
-                        "function": {"name": "move", "arguments": json.dumps({"direction": "up"})},
-                    }
-                ],
-            }
-        else:
-            message = {"role": "assistant", "content": f"echo {last}"}
-        reply = {
-            "choices": [
-                {
-                    "message": message,
-                    "finish_reason": "stop",
-                    "logprobs": {
-                        "content": [
-                            {"token": "a", "logprob": -0.5},
-                            {"token": "b", "logprob": -1.5},
-                        ]
-                    },
-                }
-            ],
-            "usage": {"completion_tokens": 2},
-        }
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def fake_server():
-    _FakeOpenAI.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeOpenAI)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
-
-
-def test_http_policy_batches_requests_and_renders_tool_calls(fake_server):
-    policy = HTTPPolicy(fake_server, "tiny", api_key="k", logprobs=True, temperature=0.0)
+def test_http_policy_batches_requests_and_renders_tool_calls(fake_openai):
+    policy = HTTPPolicy(fake_openai.url, "tiny", api_key="k", logprobs=True, temperature=0.0)
     try:
         gens = policy.act(_inputs())
     finally:
         policy.close()
-    assert len(_FakeOpenAI.requests) == 3
-    path, auth, body = _FakeOpenAI.requests[0]
+    assert len(fake_openai.requests) == 3
+    assert fake_openai.max_in_flight > 1  # one act() call sends its batch concurrently
+    path, auth, body = next(r for r in fake_openai.requests if r[2].get("tools"))
     assert path == "/v1/chat/completions" and auth == "Bearer k" and body["model"] == "tiny"
     # the request with tools got a structured call back, rendered to the canonical text form
     parsed = parse_action(gens[0].text, [MOVE_TOOL])
@@ -184,8 +120,8 @@ def test_http_policy_batches_requests_and_renders_tool_calls(fake_server):
     np.testing.assert_allclose(gens[1].logprobs, [-0.5, -1.5])
 
 
-def test_http_policy_server_error_is_a_typed_error(fake_server):
-    policy = HTTPPolicy(fake_server, "tiny")
+def test_http_policy_server_error_is_a_typed_error(fake_openai):
+    policy = HTTPPolicy(fake_openai.url, "tiny")
     try:
         with pytest.raises(PolicyRequestError, match="500"):
             policy.act([PolicyInput(messages=[{"role": "user", "content": "fail"}])])

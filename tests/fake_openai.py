@@ -1,0 +1,123 @@
+"""A fake OpenAI-compatible chat-completions server on 127.0.0.1, shared by the tests.
+
+Stands in for vLLM, SGLang or a hosted API: ``POST /v1/chat/completions`` answers every
+request that carries ``tools`` with a structured tool call (``move`` up, Sokoban's tool),
+one whose last message is ``"fail"`` with HTTP 500, and any other with ``"echo <last>"``.
+Tests read what was asked (:attr:`FakeOpenAI.requests`), how many requests were in flight
+at once (:attr:`FakeOpenAI.max_in_flight`), and can queue error statuses to answer first
+(:attr:`FakeOpenAI.statuses`). The ``fake_openai`` fixture in ``tests/conftest.py`` starts
+one per test.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Reply = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def move_up_or_echo(body: dict[str, Any]) -> dict[str, Any]:
+    """The default reply: a ``move`` tool call when tools were sent, else an echo."""
+    if body.get("tools"):
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_0",
+                    "type": "function",
+                    "function": {"name": "move", "arguments": json.dumps({"direction": "up"})},
+                }
+            ],
+        }
+    return {"role": "assistant", "content": f"echo {body['messages'][-1]['content']}"}
+
+
+class FakeOpenAI:
+    """The server; ``url`` is its ``/v1`` root (what ``--base-url`` takes).
+
+    Args:
+        reply: Builds the assistant message from a request body.
+        delay_s: Seconds each reply waits, so concurrent requests overlap measurably.
+    """
+
+    def __init__(self, reply: Reply = move_up_or_echo, delay_s: float = 0.0):
+        self.reply = reply
+        self.delay_s = delay_s
+        self.requests: list[tuple[str, str | None, dict[str, Any]]] = []
+        self.statuses: list[int] = []
+        """HTTP error statuses to answer the next requests with, in order, before replying."""
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def _answer(self, path: str, auth: str | None, body: dict[str, Any]) -> tuple[int, bytes]:
+        with self._lock:
+            self.requests.append((path, auth, body))
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            status = self.statuses.pop(0) if self.statuses else 200
+        try:
+            time.sleep(self.delay_s)
+            if status != 200:
+                return status, json.dumps({"error": {"message": f"status {status}"}}).encode()
+            if body["messages"][-1].get("content") == "fail":
+                return 500, b"boom"
+            reply = {
+                "choices": [
+                    {
+                        "message": self.reply(body),
+                        "finish_reason": "stop",
+                        "logprobs": {
+                            "content": [
+                                {"token": "a", "logprob": -0.5},
+                                {"token": "b", "logprob": -1.5},
+                            ]
+                        },
+                    }
+                ],
+                "usage": {"completion_tokens": 2},
+            }
+            return 200, json.dumps(reply).encode()
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                status, data = owner._answer(self.path, self.headers.get("Authorization"), body)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                if status == 429:
+                    self.send_header("Retry-After", "0")  # a rate limit the client may retry
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        return Handler
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
