@@ -116,13 +116,7 @@ class ToolCall:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"name", "arguments", "id"}`` with the arguments copied (as ``info`` carries it)."""
-        args = self.arguments
-        flat = all(not isinstance(v, dict | list) for v in args.values())
-        return {
-            "name": self.name,
-            "arguments": dict(args) if flat else copy.deepcopy(args),
-            "id": self.id,
-        }
+        return {"name": self.name, "arguments": _copy_arguments(self.arguments), "id": self.id}
 
     def to_openai(self) -> dict[str, Any]:
         return {
@@ -330,6 +324,41 @@ def _parse_text(text: str, tools: Sequence[Tool], max_calls: int) -> ParsedActio
     )
 
 
+_PARSE_MEMO_TEXT_LIMIT = 1024  # longer turns are parsed every time
+_PARSE_MEMO_SIZE = 4096  # entries; the memo is emptied when full
+#: (action text, max_calls) -> (the tools it was parsed against, the result). Agents repeat
+#: the same short turns constantly (moves, clicks); a repeat then costs a lookup and a copy.
+#: The result depends only on the text, the tools and max_calls, so the memo is exact.
+_PARSE_MEMO: dict[tuple[str, int], tuple[tuple[Tool, ...], ParsedAction]] = {}
+
+
+def _fresh_copy(parsed: ParsedAction) -> ParsedAction:
+    """``parsed`` with its calls' arguments copied (everything else in it is immutable)."""
+    if not parsed.tool_calls:
+        return parsed
+    calls = tuple(
+        ToolCall(name=c.name, arguments=_copy_arguments(c.arguments), id=c.id)
+        for c in parsed.tool_calls
+    )
+    return ParsedAction(
+        raw=parsed.raw,
+        tool_calls=calls,
+        answer=parsed.answer,
+        text=parsed.text,
+        errors=parsed.errors,
+    )
+
+
+def _same_tools(a: tuple[Tool, ...], b: tuple[Tool, ...]) -> bool:
+    """The very same tool objects (an equal but distinct tool has its own validator and memo)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _copy_arguments(args: dict[str, Any]) -> dict[str, Any]:
+    flat = all(not isinstance(v, dict | list) for v in args.values())
+    return dict(args) if flat else copy.deepcopy(args)
+
+
 def parse_action(action: Any, tools: Sequence[Tool] = (), *, max_calls: int = 16) -> ParsedAction:
     """Parse one model turn into validated tool calls, an optional answer and free text.
 
@@ -351,11 +380,22 @@ def parse_action(action: Any, tools: Sequence[Tool] = (), *, max_calls: int = 16
             raw=repr(action)[:1000],
             errors=(f"the action must be a string, got {type(action).__name__}.",),
         )
-    try:
-        parsed = _parse_text(action, tools, max_calls)
-    except Exception as exc:  # the parser must never raise; report and move on
-        logger.warning("agentgym parser failed on an action; this is a bug", exc_info=True)
-        return ParsedAction(raw=action, errors=(f"could not parse the action ({exc!r}).",))
+    tools = tuple(tools)
+    key = (action, max_calls)
+    memo = _PARSE_MEMO.get(key) if len(action) <= _PARSE_MEMO_TEXT_LIMIT else None
+    if memo is not None and _same_tools(memo[0], tools):
+        parsed = _fresh_copy(memo[1])
+    else:
+        try:
+            parsed = _parse_text(action, tools, max_calls)
+        except Exception as exc:  # the parser must never raise; report and move on
+            logger.warning("agentgym parser failed on an action; this is a bug", exc_info=True)
+            return ParsedAction(raw=action, errors=(f"could not parse the action ({exc!r}).",))
+        if len(action) <= _PARSE_MEMO_TEXT_LIMIT:
+            if len(_PARSE_MEMO) >= _PARSE_MEMO_SIZE:
+                _PARSE_MEMO.clear()
+            # A private copy: the caller may edit the arguments of the calls it gets.
+            _PARSE_MEMO[key] = (tools, _fresh_copy(parsed))
     if pre_errors:
         parsed = ParsedAction(
             raw=parsed.raw,

@@ -63,3 +63,24 @@ def test_info_tool_calls_are_copies_the_caller_may_edit():
     _, _, _, _, info3 = env.step(move)
     assert len(info3.get("admissible_actions", [])) in (0, 4)
     env.close()
+
+
+def test_a_repeated_turn_gets_fresh_arguments_each_time():
+    tool = Tool("pick", "pick items", LIST_TOOL.parameters)
+    text = _call('{"items": [3, 4]}')
+    first = parse_action(text, [tool])
+    first.tool_calls[0].arguments["items"].append(99)  # the caller edits what it got
+    again = parse_action(text, [tool])
+    assert again.tool_calls[0].arguments == {"items": [3, 4]}
+    assert again.tool_calls[0].arguments is not first.tool_calls[0].arguments
+
+
+def test_a_repeated_turn_is_parsed_again_against_other_tools():
+    tool = Tool("pick", "pick items", LIST_TOOL.parameters)
+    text = _call('{"items": [5]}')
+    assert parse_action(text, [tool]).valid
+    unknown = parse_action(text, [])
+    assert not unknown.valid and "unknown tool 'pick'" in unknown.error_text()
+    other = Tool("pick", "pick items", {"type": "object", "properties": {}, "required": ["x"]})
+    assert not parse_action(text, [other]).valid
+    assert parse_action(text, [tool]).valid

@@ -14,6 +14,7 @@ Text form (XSB, with ``_`` for floor so cells stay visible)::
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from dataclasses import dataclass
 
@@ -76,21 +77,32 @@ def move(level: SokobanLevel, state: SokobanState, direction: str) -> MoveResult
 
 def render(level: SokobanLevel, state: SokobanState) -> str:
     """The XSB text of a state, one line per row."""
+    chars = list(_background(level))
+    stride = level.width + 1  # each row ends in a newline
+    for r, c in state.boxes:  # boxes first: a player drawn on the same cell wins
+        if 0 <= r < level.height and 0 <= c < level.width:
+            i = r * stride + c
+            ch = chars[i]
+            if ch != "#":
+                chars[i] = "*" if ch == "." else "$"
+    r, c = state.player
+    if 0 <= r < level.height and 0 <= c < level.width:
+        i = r * stride + c
+        ch = chars[i]
+        if ch != "#":
+            chars[i] = "+" if (r, c) in level.goals else "@"
+    return "".join(chars)
+
+
+@functools.lru_cache(maxsize=256)
+def _background(level: SokobanLevel) -> str:
+    """The level's walls, goals and floor, rows joined by newlines (drawn once per level)."""
     rows = []
     for r in range(level.height):
         line = []
         for c in range(level.width):
             cell = (r, c)
-            goal = cell in level.goals
-            if cell in level.walls:
-                ch = "#"
-            elif cell == state.player:
-                ch = "+" if goal else "@"
-            elif cell in state.boxes:
-                ch = "*" if goal else "$"
-            else:
-                ch = "." if goal else "_"
-            line.append(ch)
+            line.append("#" if cell in level.walls else "." if cell in level.goals else "_")
         rows.append("".join(line))
     return "\n".join(rows)
 
