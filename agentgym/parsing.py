@@ -327,7 +327,8 @@ def _parse_text(text: str, tools: Sequence[Tool], max_calls: int) -> ParsedActio
 _PARSE_MEMO_TEXT_LIMIT = 1024  # longer turns are parsed every time
 _PARSE_MEMO_SIZE = 4096  # entries; the memo is emptied when full
 #: (action text, max_calls) -> (the tools it was parsed against, the result). Agents repeat
-#: the same short turns constantly (moves, clicks); a repeat then costs a lookup and a copy.
+#: the same short bare turns constantly (moves, clicks); a repeat then costs a lookup and a
+#: copy.
 #: The result depends only on the text, the tools and max_calls, so the memo is exact.
 _PARSE_MEMO: dict[tuple[str, int], tuple[tuple[Tool, ...], ParsedAction]] = {}
 
@@ -391,7 +392,10 @@ def parse_action(action: Any, tools: Sequence[Tool] = (), *, max_calls: int = 16
         except Exception as exc:  # the parser must never raise; report and move on
             logger.warning("agentgym parser failed on an action; this is a bug", exc_info=True)
             return ParsedAction(raw=action, errors=(f"could not parse the action ({exc!r}).",))
-        if len(action) <= _PARSE_MEMO_TEXT_LIMIT:
+        # Only bare turns (calls and answers, no free text) are kept: those are the ones
+        # that repeat (canonical actions, admissible-action lists); a turn with reasoning
+        # around its call is almost never seen twice and would only pay for the copy.
+        if not parsed.text and len(action) <= _PARSE_MEMO_TEXT_LIMIT:
             if len(_PARSE_MEMO) >= _PARSE_MEMO_SIZE:
                 _PARSE_MEMO.clear()
             # A private copy: the caller may edit the arguments of the calls it gets.
