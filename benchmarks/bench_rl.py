@@ -48,30 +48,68 @@ def _advantage_rows(quick: bool) -> list[str]:
             f"| {name} | {min(ts) * 1e3:.1f} | {statistics.median(ts) * 1e3:.1f} "
             f"| {min(ts) / base:.1f}x |"
         )
-    # Profile of one GiGPO call with string state keys: what is left, and its floor.
+    # Profile of one GiGPO call: what is left, and its floor, for both kinds of state key.
     g = adv._codes(groups)
     t_codes = adv._pair_codes(g, adv._codes(trajs))
     s_codes = adv._codes(states)
+    i_codes = adv._codes(state_ints)
+    a_codes = adv._pair_codes(g, i_codes)
+    g_t = adv._returns_by_code(rewards, t_codes, 0.95)
+    span = int(state_ints.max()) + 1
+    str_part = "code string state keys (one dict pass: the floor for str keys)"
+    int_part = "code int64 state keys (np.unique)"
+    floor_pair = "floor: code (group, state) pairs in one np.unique of one int64 column"
     parts = {
         "code group ids (np.unique)": lambda: adv._codes(groups),
         "code trajectory ids and pair with groups": lambda: adv._pair_codes(g, adv._codes(trajs)),
-        "code string state keys (one dict pass: the floor for str keys)": lambda: adv._codes(
-            states
-        ),
+        str_part: lambda: adv._codes(states),
+        int_part: lambda: adv._codes(state_ints),
         "pair state codes with groups": lambda: adv._pair_codes(g, s_codes),
+        floor_pair: lambda: np.unique(g * span + state_ints, return_inverse=True),
         "discounted returns (one numpy step per step position)": lambda: adv._returns_by_code(
             rewards, t_codes, 0.95
         ),
-        "group normalisation (bincount)": lambda: adv.group_normalize(rewards, s_codes),
+        "group normalisation (bincount)": lambda: adv.group_normalize(
+            g_t, a_codes, singleton="zero"
+        ),
     }
     ptimes = interleaved(parts, 3 if quick else 9)
+    pmin = {k: min(v) * 1e3 for k, v in ptimes.items()}
+    grpo_ms = base * 1e3
+    int_ms = min(times["GiGPO, state keys as int64 digests"]) * 1e3
+    str_ms = min(times["GiGPO, string state keys"]) * 1e3
+    returns_ms = pmin["discounted returns (one numpy step per step position)"]
+    norm_ms = pmin["group normalisation (bincount)"]
+    # The least any GiGPO call must do beyond GRPO's whole call (which is its episode part):
+    # group the rows by (group, state) once, the discounted returns, one more normalisation.
+    floor_int = grpo_ms + pmin[floor_pair] + returns_ms + norm_ms
+    floor_str = floor_int + pmin[str_part]
     rows += [
         "",
-        "Where a GiGPO call's time goes (string state keys; min over interleaved repeats):",
+        "Where a GiGPO call's time goes (min over interleaved repeats; the string-key and "
+        "int-key codings are alternatives, a call does one of them):",
         "",
         "| part | min (ms) |",
         "|---|---|",
-        *(f"| {k} | {min(v) * 1e3:.2f} |" for k, v in ptimes.items()),
+        *(f"| {k} | {v:.2f} |" for k, v in pmin.items()),
+        "",
+        f"**Floor.** Whatever the implementation, GiGPO does GRPO's work (the episode "
+        f"advantage is a GRPO normalisation over the groups: {grpo_ms:.1f} ms here) and then "
+        f"must group the rows by (group, anchor state), compute the discounted returns and "
+        f"normalise them once more. With int64 state keys the cheapest grouping is one "
+        f"`np.unique` of a combined int64 column ({pmin[floor_pair]:.1f} ms), so the floor is "
+        f"{grpo_ms:.1f} + {pmin[floor_pair]:.1f} + {returns_ms:.1f} (today's returns pass) + "
+        f"{norm_ms:.1f} = "
+        f"{floor_int:.1f} ms, {floor_int / grpo_ms:.1f}x GRPO; today's call takes "
+        f"{int_ms:.1f} ms ({int_ms / grpo_ms:.1f}x), the rest being the separate codings of "
+        f"trajectory and state ids (each an `np.unique` sort). String keys add one Python "
+        f"pass over the keys ({pmin[str_part]:.1f} ms): floor {floor_str:.1f} ms, "
+        f"{floor_str / grpo_ms:.1f}x GRPO; today {str_ms:.1f} ms ({str_ms / grpo_ms:.1f}x). "
+        f"The aim (at most 1.5x GRPO) is "
+        f"{'within reach' if floor_int <= 1.5 * grpo_ms else 'out of reach'}: the int-key "
+        f"floor alone is {floor_int / grpo_ms:.1f}x, because GRPO's baseline is a single sort "
+        "and normalisation and GiGPO needs a second grouping, the returns and a second "
+        "normalisation on top of it.",
     ]
     return rows
 
@@ -207,8 +245,10 @@ def run(quick: bool = False) -> str:
     out = [
         "## RL: advantage cost and batched policy inference",
         "",
-        "Machine: the 2-core CPU with nothing else running; no GPU was lent to this "
-        "project, so every figure is CPU and the GPU rows the issue asks for are missing. "
+        "Machine: the project's 2-core CPU, shared with whatever else was running (the load "
+        "average at the start and end of the run is in the footer; every ratio compares rows "
+        "timed interleaved in the same run); no GPU, so every figure is CPU and the GPU rows "
+        "the issue asks for are missing. "
         "Baselines: GRPO's group normalisation for the advantage cost; calling the policy "
         "once per env (batch 1) for inference. Tokens are bytes of the generated action "
         "(free mode) or of the chosen candidate (choice mode, Sokoban's four admissible "

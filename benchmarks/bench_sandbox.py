@@ -24,6 +24,8 @@ from typing import Any
 from agentgym.simulators.sandbox import Limits, SandboxPool, active_layers
 from agentgym.simulators.sandbox.cgroups import live_cgroups
 
+from benchmarks.basecommit import BASE_COMMIT, base_tree
+
 _PY = os.path.join(
     sys.base_prefix, "bin", f"python{sys.version_info.major}.{sys.version_info.minor}"
 )
@@ -366,28 +368,14 @@ print(json.dumps({k: statistics.median(v) for k, v in out.items()}))
 """
 
 
-def _base_tree() -> str | None:
-    """A package dir importing 11f859c's code (``git worktree add /tmp/base 11f859c``)."""
-    base = os.environ.get("AGENTGYM_BENCH_BASE", "/tmp/base")
-    if not os.path.isdir(os.path.join(base, "simulators", "sandbox")):
-        return None
-    shadow = os.path.join(os.path.dirname(base), "agentgym-bench-base")
-    pkg = os.path.join(shadow, "agentgym")
-    os.makedirs(pkg, exist_ok=True)
-    links = {
-        n: os.path.join(base, "agentgym", n) for n in os.listdir(os.path.join(base, "agentgym"))
-    }
-    links.update({n: os.path.join(base, n) for n in ("simulators", "envs", "wrappers")})
-    for name, target in links.items():
-        if not os.path.lexists(os.path.join(pkg, name)):
-            os.symlink(target, os.path.join(pkg, name))
-    return shadow
-
-
 def _ab_section(quick: bool) -> list[str]:
-    shadow = _base_tree()
+    shadow = base_tree(BASE_COMMIT)
     if shadow is None:
-        return ["### Before/after (11f859c)", "", "Skipped: no worktree of 11f859c at /tmp/base."]
+        return [
+            f"### Before/after ({BASE_COMMIT})",
+            "",
+            f"Skipped: git could not give {BASE_COMMIT}'s tree.",
+        ]
     n = 40 if quick else 150
     runs: dict[str, list[dict[str, float]]] = {"new": [], "old": []}
     for _ in range(2 if quick else 3):  # ABAB...

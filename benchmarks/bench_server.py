@@ -33,7 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-BASE_COMMIT = "11f859c"
+from benchmarks.basecommit import BASE_COMMIT
+
 ENVS = (
     "agentgym/Sokoban-Tiny-v0",
     "agentgym/CodeMath-L1-v0",

@@ -7,7 +7,9 @@ Measured in one run on the same machine and the same Debian Chromium:
   browser-free text mode; memory per env; a soak with zero errors allowed;
 * BrowserGym (``browsergym-core`` from PyPI in its own venv, default ``/tmp/bgym-venv``,
   ``AGENTGYM_BGYM_PYTHON`` to override) on the same local 25-button page, with its defaults
-  and with ``slow_mo=0, pre_observation_delay=0.0``.
+  and with ``slow_mo=0, pre_observation_delay=0.0``, in rounds alternating with agentgym's
+  session on that page, with and without a PNG screenshot per step (BrowserGym returns one
+  every step, so the screenshot row is the like-for-like comparison).
 """
 
 from __future__ import annotations
@@ -214,38 +216,36 @@ def _soak(seconds: float) -> tuple[int, int, int]:
     return sum(steps), sum(episodes), sum(errors)
 
 
-def _agentgym_buttons(steps: int) -> tuple[float, float, float]:
-    """Our session on the peer page: reset (goto) and click+observe, median seconds."""
-    runtime = get_runtime()
-    site = ButtonsSite()
-    site.reset(0, {})
-    session = BrowserSession(runtime, site)
-    resets = []
-    for _ in range(5):
-        t = time.perf_counter()
-        session.open("/", fresh=True)
-        resets.append(time.perf_counter() - t)
-    bids = [e["bid"] for e in session.observe().elements]
-    times = []
-    for i in range(steps):
-        t = time.perf_counter()
-        session.click(bids[i % len(bids)])
-        session.observe()
-        times.append(time.perf_counter() - t)
-    url = f"{session.slot.origin}/"
-    shot = []
-    for _ in range(20):
-        t = time.perf_counter()
-        session.click(bids[0])
-        session.screenshot("jpeg")
-        shot.append(time.perf_counter() - t)
-    _PEER_URL[0] = url
-    _PEER_SESSION[0] = session
-    return statistics.median(resets), statistics.median(times), statistics.median(shot)
+class _PeerSession:
+    """Our session on the peer page, kept open across the interleaved rounds."""
 
+    def __init__(self) -> None:
+        site = ButtonsSite()
+        site.reset(0, {})
+        self.session = BrowserSession(get_runtime(), site)
+        self.resets = []
+        for _ in range(5):
+            t = time.perf_counter()
+            self.session.open("/", fresh=True)
+            self.resets.append(time.perf_counter() - t)
+        self.bids = [e["bid"] for e in self.session.observe().elements]
+        self.url = f"{self.session.slot.origin}/"
 
-_PEER_URL = [""]
-_PEER_SESSION: list[Any] = [None]
+    def steps(self, n: int, screenshot: bool) -> float:
+        """Median seconds of ``n`` steps: click a button, observe (and take a PNG screenshot,
+        as BrowserGym does on every step, when ``screenshot``)."""
+        times = []
+        for i in range(n):
+            t = time.perf_counter()
+            self.session.click(self.bids[i % len(self.bids)])
+            self.session.observe()
+            if screenshot:
+                self.session.screenshot("png")
+            times.append(time.perf_counter() - t)
+        return statistics.median(times)
+
+    def close(self) -> None:
+        self.session.close()
 
 
 def _browsergym(url: str, steps: int, tuned: bool) -> dict[str, Any] | str:
@@ -331,46 +331,63 @@ def run(quick: bool = False) -> str:
     )
 
     peer_steps = 10 if quick else 20
-    r_reset, r_step, r_shot = _agentgym_buttons(100)
-    peer = {tuned: _browsergym(_PEER_URL[0], peer_steps, tuned) for tuned in (False, True)}
-    peer_rows = [
-        (
-            "agentgym session",
-            f"{r_reset * 1000:.0f} ms",
-            f"{r_step * 1000:.1f} ms",
-            f"{1 / r_step:.0f}",
-        ),
-        ("agentgym session + JPEG screenshot", "", f"{r_shot * 1000:.1f} ms", f"{1 / r_shot:.0f}"),
-    ]
-    ratios = []
-    for tuned, label in (
-        (False, "BrowserGym, defaults"),
-        (True, "BrowserGym, slow_mo=0, pre_observation_delay=0"),
-    ):
-        res = peer[tuned]
-        if isinstance(res, dict):
-            peer_rows.append(
-                (
-                    label,
-                    f"{res['reset_s'] * 1000:.0f} ms",
-                    f"{res['step_s'] * 1000:.0f} ms",
-                    f"{1 / res['step_s']:.1f}",
-                )
+    peer_rounds = 1 if quick else 3
+    ours = _PeerSession()
+    samples: dict[str, list[float]] = {k: [] for k in ("text", "shot", "bg", "bg_tuned")}
+    peer_resets: dict[str, list[float]] = {"bg": [], "bg_tuned": []}
+    peer_errors: dict[str, str] = {}
+    try:
+        ours.steps(10, screenshot=True)  # warm-up
+        for _ in range(peer_rounds):  # ABAB: ours, the peer's two settings, ours, ...
+            samples["text"].append(ours.steps(100, screenshot=False))
+            samples["shot"].append(ours.steps(30, screenshot=True))
+            for key, tuned in (("bg", False), ("bg_tuned", True)):
+                res = _browsergym(ours.url, peer_steps, tuned)
+                if isinstance(res, dict):
+                    samples[key].append(res["step_s"])
+                    peer_resets[key].append(res["reset_s"])
+                else:
+                    peer_errors[key] = res
+    finally:
+        ours.close()
+    labels = {
+        "text": "agentgym session, text observation",
+        "shot": "agentgym session, text observation + PNG screenshot",
+        "bg": "BrowserGym, defaults",
+        "bg_tuned": "BrowserGym, slow_mo=0, pre_observation_delay=0",
+    }
+    peer_rows = []
+    for key, label in labels.items():
+        if key in peer_errors and not samples[key]:
+            peer_rows.append((label, peer_errors[key], "", ""))
+            continue
+        resets = statistics.median(ours.resets if key in ("text", "shot") else peer_resets[key])
+        lo, med = min(samples[key]), statistics.median(samples[key])
+        peer_rows.append(
+            (
+                label,
+                f"{resets * 1000:.0f} ms" if key != "shot" else "",
+                f"{lo * 1000:.1f} / {med * 1000:.1f} ms",
+                f"{1 / med:.1f}",
             )
-            ratios.append(f"{res['step_s'] / r_step:.0f}x faster per step than {label}")
-        else:
-            peer_rows.append((label, res, "", ""))
-    if _PEER_SESSION[0] is not None:
-        _PEER_SESSION[0].close()
+        )
+    ratios = []
+    for bg_key in ("bg_tuned", "bg"):
+        if not samples[bg_key]:
+            continue
+        bg = statistics.median(samples[bg_key])
+        text = statistics.median(samples["text"])
+        shot = statistics.median(samples["shot"])
+        ratios.append(f"| {labels[bg_key]} | {bg / text:.1f}x | {bg / shot:.1f}x |")
     load_after = os.getloadavg()[0]
 
     out = [
         "## Web envs (real Chromium) vs BrowserGym",
         "",
-        "Machine: 2-core CPU, no GPU, Debian Chromium through Playwright; **the 2 cores were shared "
-        "with other jobs during this run** (1-minute load average "
-        f"{load_before:.0f} at the start, {load_after:.0f} at the end), so absolute figures are "
-        "noisy and on the low side; the ratios to BrowserGym come from the same run. "
+        f"Machine: {os.cpu_count()}-core CPU, no GPU, Debian Chromium through Playwright; "
+        f"1-minute load average {load_before:.1f} at the start, {load_after:.1f} at the end "
+        "(a load above the core count means other jobs shared the cores, and absolute "
+        "figures are then on the low side); the ratios to BrowserGym come from the same run. "
         f"Mode: {'quick' if quick else 'full'}; throughput windows {secs:.0f} s each. Baseline: "
         "BrowserGym (`browsergym-core`, its own venv, pinned Playwright 1.44, the same Chromium "
         "binary) on the same local 25-button page served by agentgym's site server.",
@@ -379,14 +396,40 @@ def run(quick: bool = False) -> str:
         "|---|---|",
         *[f"| {a} | {b} |" for a, b in rows],
         "",
-        "Peer comparison on the 25-button page (click one button, then observe; median of "
-        f"100 agentgym steps and {peer_steps} BrowserGym steps):",
+        "The 1 / 4 / 8-env throughput windows above run one after another on threads sharing "
+        "one Chromium and one Playwright driver; they are not a scaling measurement. How "
+        "throughput scales with envs and cores (threads against a browser per worker "
+        "process, interleaved) is the Env pools section.",
         "",
-        "| driver | reset | step | steps/s |",
+        "Peer comparison on the 25-button page: click one button, then observe. "
+        f"{peer_rounds} rounds, each running agentgym's two rows (median of 100 and 30 "
+        f"steps) and then BrowserGym twice (median of {peer_steps} steps each, a fresh "
+        "process each time, as its browser is launched per env); step is min / median "
+        "over the rounds of those medians, steps/s from the median. BrowserGym returns a "
+        "screenshot, the DOM snapshot and the accessibility tree on every step, so the "
+        "like-for-like row is agentgym's step with a PNG screenshot added.",
+        "",
+        "| driver | reset (median) | step (min / median) | steps/s |",
         "|---|---|---|---|",
         *[f"| {a} | {b} | {c} | {d} |" for a, b, c, d in peer_rows],
         "",
-        ("agentgym is " + "; ".join(ratios) + ".") if ratios else "",
+        *(
+            [
+                "BrowserGym's step time over agentgym's (medians of the same run):",
+                "",
+                "| against | agentgym, text observation | like-for-like: agentgym + PNG "
+                "screenshot |",
+                "|---|---:|---:|",
+                *ratios,
+            ]
+            if ratios
+            else [
+                "BrowserGym did not run here ("
+                + "; ".join(sorted(set(peer_errors.values())))
+                + "), so this run makes no claim against it; earlier runs' ratios are not "
+                "repeated."
+            ]
+        ),
         "",
         "Notes: a step is one tool call parsed, validated and run with trusted input events, then "
         "one in-page observation (element list + text). Envs on threads share one Chromium (tabs "

@@ -11,23 +11,39 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
+from typing import TypeVar
+
+K = TypeVar("K", bound=Hashable)
 
 
-def interleaved(fns: Mapping[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
+def interleaved(
+    fns: Mapping[K, Callable[[], object]], rounds: int, *, rotate: bool = False
+) -> dict[K, list[float]]:
     """Seconds each callable took, one call per round, the callables taking turns.
 
     A callable may return a float: seconds of its own run to leave out of its time (work it
     had to do that the row does not measure, such as the resets between timed steps).
+    ``rotate`` starts each round one row later (A B C, B C A, C A B, ...), so no row always
+    runs right after the same neighbour (whose garbage, caches or a load burst it would
+    inherit).
     """
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
+    names = list(fns)
+    times: dict[K, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        shift = r % len(names) if rotate and names else 0
+        for name in names[shift:] + names[:shift]:
             start = time.perf_counter()
-            excluded = fn()
+            excluded = fns[name]()
             elapsed = time.perf_counter() - start
             times[name].append(elapsed - (excluded if isinstance(excluded, float) else 0.0))
     return times
+
+
+def paired_delta(a: list[float], b: list[float]) -> float:
+    """Median over rounds of ``a[r] - b[r]``: the cost of A over B, both from the same round
+    (so a load burst that slowed one round cancels out)."""
+    return statistics.median(x - y for x, y in zip(a, b, strict=True))
 
 
 def min_median(samples: list[float]) -> tuple[float, float]:
