@@ -339,6 +339,12 @@ def _soak_section(quick: bool) -> list[str]:
         f"| worker restarts | {res['restarts']} |",
         "",
         "Outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(res["counts"].items())) + ".",
+        "",
+        "How to read the outcomes: `dead` marks a call on a session that an earlier hostile cell"
+        " ended (exit, thread, quota); `error` cells are mostly reads of state that a rebuild lost"
+        " (`NameError` after a replay that could not fit the soak's 1 s limit) or cells refused"
+        " for their quota; `timeout` is a cell stopped at its limit. None of them leaves anything"
+        " behind (table above).",
     ]
 
 
