@@ -330,7 +330,8 @@ def _parts_section(quick: bool, ab: dict[str, float], wrappers_us: float) -> lis
             f"{target:.1f} µs: {verdict}. With a new text every turn (as an LLM writes) the "
             f"step took {old_new:.1f} µs on {BASE_COMMIT} and {now_new:.1f} µs today "
             f"({old_new / now_new:.1f}x): the parse memo cannot help there, and the floor is "
-            "the new-turn figure above, most of it JSON decoding and schema validation.",
+            "the new-turn figure above, most of it finding the call in the text and decoding "
+            "its JSON (the schema check of an argument set seen before is memoised).",
         ]
     parsing._PARSE_MEMO.clear()  # the new-turn rows filled it with text no one repeats
     return lines
