@@ -66,6 +66,7 @@ def _one(job: dict) -> str:
     # Tree-GRPO: M=2 trees, N=2 expansions, L=1 round -> 6 leaves per task; use group/2 tasks'
     # worth of trees so its batch is about as many leaves as the chains of the others
     cfg.tree.trees, cfg.tree.expand, cfg.tree.rounds = 2, 2, 1
+    cfg.loss.kl_coef = job["kl_coef"]
     train(cfg)
     return job["out"]
 
@@ -149,6 +150,9 @@ def main() -> None:
     p.add_argument("--group", type=int, default=8)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--epochs", type=int, default=4)
+    p.add_argument(
+        "--kl-coef", type=float, default=0.0, help="KL towards the starting (e.g. SFT) policy"
+    )
     p.add_argument("--minibatch", type=int, default=128)
     p.add_argument("--d-model", type=int, default=32)
     p.add_argument("--layers", type=int, default=2)
@@ -185,6 +189,7 @@ def main() -> None:
                 group=args.group,
                 lr=args.lr,
                 epochs=args.epochs,
+                kl_coef=args.kl_coef,
                 minibatch=args.minibatch,
                 d_model=args.d_model,
                 layers=args.layers,
