@@ -196,6 +196,10 @@ junk = st.one_of(
     ),
 )
 
+#: Deterministic in CI (derandomized, no example database), no deadline: envs differ in speed.
+FUZZ_SETTINGS = dict(
+    deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 SINGLE_AGENT = sorted(r.id for r in agentgym.list_envs() if not r.multi_agent)
 BROWSER = {i for i in SINGLE_AGENT if i.startswith("agentgym/Web") and not i.endswith("Text-v0")}
 
@@ -219,10 +223,7 @@ def test_fuzz_answers_never_raise_in_any_env(env_id: str) -> None:
 
         @settings(
             max_examples=4 if env_id in BROWSER else 12,
-            deadline=None,
-            derandomize=True,
-            database=None,
-            suppress_health_check=list(HealthCheck),
+            **FUZZ_SETTINGS,
         )
         @given(text=junk)
         def step_junk(text: str) -> None:
@@ -253,10 +254,7 @@ def test_fuzz_answers_never_raise_in_any_multi_agent_env(env_id: str) -> None:
 
         @settings(
             max_examples=12,
-            deadline=None,
-            derandomize=True,
-            database=None,
-            suppress_health_check=list(HealthCheck),
+            **FUZZ_SETTINGS,
         )
         @given(text=junk)
         def step_junk(text: str) -> None:
