@@ -52,6 +52,7 @@ def _one(job: dict) -> str:
             max_prompt_bytes=job["prompt_bytes"],
             prompt_head_bytes=job["prompt_head_bytes"],
             context=job["context"],
+            candidates=job["candidates"],
         ),
         history_turns=None if job["history_turns"] < 0 else job["history_turns"],
         out_dir=job["out"],
@@ -159,6 +160,12 @@ def main() -> None:
     p.add_argument("--prompt-bytes", type=int, default=64)
     p.add_argument("--prompt-head-bytes", type=int, default=0)
     p.add_argument("--context", default="latest", choices=["latest", "dialogue"])
+    p.add_argument(
+        "--candidates",
+        default="action",
+        choices=["action", "element"],
+        help="element: web clicks shown as the clicked element's line",
+    )
     p.add_argument("--history-turns", type=int, default=1, help="-1: the whole conversation")
     p.add_argument("--env-kwargs", default="{}")
     p.add_argument(
@@ -196,6 +203,7 @@ def main() -> None:
                 prompt_bytes=args.prompt_bytes,
                 prompt_head_bytes=args.prompt_head_bytes,
                 context=args.context,
+                candidates=args.candidates,
                 history_turns=args.history_turns,
                 env_kwargs=json.loads(args.env_kwargs),
                 out=str(out / f"{a}-s{s}"),

@@ -71,6 +71,11 @@ class TransformerConfig:
     context: str = "latest"
     """What the model reads: ``latest`` (the latest observation) or ``dialogue`` (the whole
     visible conversation, tool calls written compactly); see :func:`prompt_text`."""
+    candidates: str = "action"
+    """How a constrained choice is written for the model: ``action`` (the action text) or
+    ``element`` (a click as the clicked element's line of the page, e.g.
+    ``button "Delete: buy milk 2"``, so a web task's words can be matched to the
+    element they name); see :func:`candidate_views`."""
 
     def __post_init__(self) -> None:
         self.max_len = max(self.max_len, self.max_prompt_bytes + 96)
@@ -281,6 +286,42 @@ def prompt_text(inp: PolicyInput, context: str = "latest") -> str:
     return "\n".join(lines)
 
 
+_ELEMENT_LINE = re.compile(r"^\[(\d+)\] (.+)$", re.MULTILINE)
+
+
+def candidate_views(inp: PolicyInput, actions: Sequence[str], view: str = "action") -> list[str]:
+    """The text the model scores for each admissible action (one per action, all distinct).
+
+    ``action``: the actions themselves. ``element``: a click on element ``[bid]`` is written
+    as that element's line of the latest page (``link "Oliveburg"``), other actions as
+    :func:`compact_action`. A web page names elements by number, and a number says nothing
+    about what the element does; its label does, and the task's words can be matched to it.
+    A view that repeats an earlier one gets ``#k`` appended (k: the action's index).
+
+    Examples:
+        >>> page = {"role": "user", "content": 'Page:\\n[0] button "Done: buy milk 1"'}
+        >>> click = '<tool_call>{"name": "click", "arguments": {"bid": "0"}}</tool_call>'
+        >>> candidate_views(PolicyInput(messages=[page]), [click, "wait"], "element")
+        ['button "Done: buy milk 1"', '> wait']
+    """
+    if view == "action":
+        return list(actions)
+    lines = dict(_ELEMENT_LINE.findall(prompt_text(inp, "latest")))
+    out: list[str] = []
+    for k, action in enumerate(actions):
+        shown = compact_action(action)
+        bodies = _TOOL_CALL.findall(action)
+        if len(bodies) == 1:
+            try:
+                call = json.loads(bodies[0])
+                if call.get("name") == "click":
+                    shown = lines.get(str(call["arguments"]["bid"]), shown)
+            except (ValueError, KeyError, TypeError, AttributeError):
+                pass
+        out.append(f"{shown} #{k}" if shown in out else shown)
+    return out
+
+
 class TransformerPolicy:
     """The byte transformer as an agentgym :class:`~agentgym.agents.Policy`.
 
@@ -300,6 +341,10 @@ class TransformerPolicy:
             raise InvalidConfigError(
                 f"context must be 'latest' or 'dialogue', got {self.config.context!r}."
             )
+        if self.config.candidates not in ("action", "element"):
+            raise InvalidConfigError(
+                f"candidates must be 'action' or 'element', got {self.config.candidates!r}."
+            )
         if not 0 <= self.config.prompt_head_bytes < self.config.max_prompt_bytes:
             raise InvalidConfigError(
                 "prompt_head_bytes must be in [0, max_prompt_bytes), got "
@@ -318,6 +363,11 @@ class TransformerPolicy:
         if len(ids) > n:
             ids = ids[:head] + ids[len(ids) - (n - head) :]
         return [BOS, *ids]
+
+    def candidate_views(self, inp: PolicyInput, actions: Sequence[str]) -> list[str]:
+        """What the model scores for ``actions`` (config ``candidates``; see
+        :func:`candidate_views`)."""
+        return candidate_views(inp, actions, self.config.candidates)
 
     def _pad(self, seqs: Sequence[Sequence[int]], left: bool) -> tuple[torch.Tensor, torch.Tensor]:
         width = max(len(s) for s in seqs)
@@ -452,8 +502,9 @@ class TransformerPolicy:
         ]
         if con:
             cands = [list(inputs[i].info["admissible_actions"]) for i in con]
-            scores = self._candidate_logits([prompts[i] for i in con], cands)
-            for i, cand, score in zip(con, cands, scores):
+            views = [self.candidate_views(inputs[i], c) for i, c in zip(con, cands)]
+            scores = self._candidate_logits([prompts[i] for i in con], views)
+            for i, cand, view, score in zip(con, cands, views, scores):
                 logp = torch.log_softmax(score, dim=-1)
                 choice = int(self._sample(score[None])[0])
                 out[i] = Generation(
@@ -463,7 +514,7 @@ class TransformerPolicy:
                     meta={
                         "mode": "choice",
                         "prompt_ids": prompts[i],
-                        "candidates": cand,
+                        "candidates": view,  # what was scored; ``text`` is the action
                         "choice": choice,
                     },
                 )

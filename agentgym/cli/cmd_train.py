@@ -85,6 +85,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="what the model reads: the latest observation, or the whole conversation",
     )
     p.add_argument(
+        "--candidates",
+        default="action",
+        choices=["action", "element"],
+        help="how the byte model sees a choice: the action, or (web) the clicked element's line",
+    )
+    p.add_argument(
         "--history-turns",
         type=int,
         default=1,
@@ -163,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
             max_prompt_bytes=args.prompt_bytes,
             prompt_head_bytes=args.prompt_head_bytes,
             context=args.context,
+            candidates=args.candidates,
         ),
         history_turns=None if args.history_turns < 0 else args.history_turns,
         loss=PPOLossConfig(kl_coef=args.kl_coef),

@@ -14,6 +14,7 @@ official code differ.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,3 +64,51 @@ def gigpo_rows(batch: RolloutBatch, cfg: GiGPOConfig) -> tuple[list[StepRecord],
         similarity_threshold=cfg.similarity_threshold,
     )
     return rows, np.asarray(adv)
+
+
+def anchor_group_stats(rows: list[StepRecord], cfg: GiGPOConfig | None = None) -> dict[str, float]:
+    """How much step-level signal GiGPO finds in ``rows`` (one or more rollout batches).
+
+    GiGPO differs from GRPO only through ``A_S``, which is zero for a row alone in its anchor
+    group and for an anchor group whose rows all have the same discounted return. Returns:
+
+    * ``shared``: fraction of rows whose anchor group has at least 2 rows;
+    * ``anchor_size``: mean anchor-group size, weighted by rows;
+    * ``step_nonzero`` / ``episode_nonzero``: fraction of rows with ``A_S != 0`` / ``A_E != 0``;
+    * ``step_over_episode``: ``mean |omega * A_S| / mean |A_E|``.
+    """
+    cfg = cfg or GiGPOConfig()
+    if not rows:
+        raise ValueError("anchor_group_stats needs at least one row.")
+    rewards = np.array([r.reward for r in rows], dtype=np.float64)
+    groups = [r.group_id for r in rows]
+    trajs = [r.traj_id for r in rows]
+    keys = [r.state_key for r in rows]
+
+    def advantages(omega: float) -> np.ndarray:
+        return np.asarray(
+            gigpo_advantages(
+                rewards,
+                groups,
+                trajs,
+                keys,
+                gamma=cfg.gamma,
+                omega=omega,
+                mode=cfg.mode,
+                episode_stats=cfg.episode_stats,
+                eps=cfg.eps,
+            )
+        )
+
+    a_e = advantages(0.0)
+    a_s = advantages(cfg.omega) - a_e  # omega * A_S
+    size = Counter(zip(groups, keys))
+    sizes = np.array([size[gk] for gk in zip(groups, keys)])
+    return {
+        "rows": float(len(rows)),
+        "shared": float(np.mean(sizes >= 2)),
+        "anchor_size": float(np.mean(sizes)),
+        "step_nonzero": float(np.mean(np.abs(a_s) > 1e-9)),
+        "episode_nonzero": float(np.mean(np.abs(a_e) > 1e-9)),
+        "step_over_episode": float(np.mean(np.abs(a_s)) / max(float(np.mean(np.abs(a_e))), 1e-12)),
+    }

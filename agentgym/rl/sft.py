@@ -48,7 +48,7 @@ def demo_generations(policy: Any, steps: Sequence[DemoStep]) -> list[Generation]
                     meta={
                         "mode": "choice",
                         "prompt_ids": prompt,
-                        "candidates": list(cands),
+                        "candidates": policy.candidate_views(st.input, list(cands)),
                         "choice": choice,
                     },
                 )

@@ -1,7 +1,8 @@
 """CRUD app: a to-do list over SQLite, scored by the rows it ends with.
 
 =================  ===========================================================
-ids                ``agentgym/WebTodo-v0`` (Chromium), ``agentgym/WebTodoText-v0`` (no browser)
+ids                ``agentgym/WebTodo-v0`` (Chromium), ``agentgym/WebTodoText-v0`` (no browser);
+                   ``kinds=[...]`` restricts the task kinds
 task kinds         add, complete, delete, rename, complete+delete
 action             one browser tool call per turn
 turn budget        10 turns, then truncated
@@ -33,8 +34,9 @@ from typing import Any, ClassVar
 
 from agentgym.envs.web.base import Grade, WebEnv
 from agentgym.simulators.browser.site import Site
-from agentgym.simulators.browser.sites.todo import TodoSite
+from agentgym.simulators.browser.sites.todo import KINDS, TodoSite
 
+from agentgym.error import InvalidConfigError
 from agentgym.parsing import render_tool_call
 from agentgym.tasks import SeededTaskSet, seeded_splits
 
@@ -45,12 +47,17 @@ class WebTodoEnv(WebEnv):
     default_max_turns: ClassVar[int | None] = 10
     text_mode_ok: ClassVar[bool] = True
 
-    def __init__(self, **kwargs: Any):
+    def __init__(self, *, kinds: Sequence[str] | None = None, **kwargs: Any):
+        kinds = tuple(kinds) if kinds else KINDS
+        unknown = [k for k in kinds if k not in KINDS]
+        if unknown:
+            raise InvalidConfigError(f"unknown to-do task kinds {unknown}; known: {list(KINDS)}")
+        self.kinds = kinds
         self._splits = seeded_splits("todo")
         super().__init__(**kwargs)
 
     def make_site(self) -> Site:
-        return TodoSite()
+        return TodoSite(self.kinds)
 
     @property
     def todo(self) -> TodoSite:

@@ -156,3 +156,24 @@ def test_bad_inputs_raise_typed_errors():
     with pytest.raises(InvalidConfigError):
         gigpo_advantages([1.0], [0], [0], ["s"], episode_stats="steps")
     assert len(grpo_advantages([], [])) == 0
+
+
+def test_anchor_group_stats_hand_computed():
+    from agentgym.agents.base import Generation
+    from agentgym.rl.gigpo import anchor_group_stats
+    from agentgym.rl.rollouts import StepRecord
+
+    def row(traj, state, reward):
+        return StepRecord("g", traj, 0, state, Generation(text=""), reward, True, False)
+
+    # two chains of one task both start in A; chain 1 then reaches B and earns 1
+    rows = [row(1, "A", 0.0), row(1, "B", 1.0), row(2, "A", 0.0), row(2, "C", 0.0)]
+    s = anchor_group_stats(rows)
+    assert s["shared"] == 0.5 and s["anchor_size"] == 1.5  # only A repeats
+    # A's rows have returns 0.95 and 0: A_S = +-0.475; B and C are alone: A_S = 0
+    assert s["step_nonzero"] == 0.5
+    # episode returns 1 and 0, row-weighted mean 0.5: A_E = +-0.5 on every row
+    assert s["episode_nonzero"] == 1.0
+    assert s["step_over_episode"] == pytest.approx((2 * 0.475 / 4) / 0.5)
+    with pytest.raises(ValueError):
+        anchor_group_stats([])

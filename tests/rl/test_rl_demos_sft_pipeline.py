@@ -103,3 +103,48 @@ def test_demos_then_sft_then_gigpo_then_eval_end_to_end(tmp_path, capsys):
     assert main(eval_args) == 0
     assert "greedy" in capsys.readouterr().out
     assert len(res.read_text().splitlines()) == 4
+
+
+def test_web_pipeline_with_element_candidates_keeps_the_view_from_demos_to_rl(tmp_path):
+    """Todo clicks scored as element lines: SFT learns them, RL and eval inherit the view."""
+    env_id, kinds = "agentgym/WebTodoText-v0", '{"kinds": ["delete"]}'
+    demos, sft, rl = tmp_path / "demos.agtr", tmp_path / "sft", tmp_path / "rl"
+    common = ["--env", env_id, "--env-kwargs", kinds, "--backend", "sync", "--no-progress"]
+    assert (
+        main(
+            [
+                "demos",
+                env_id,
+                "--env-kwargs",
+                kinds,
+                "--episodes",
+                "12",
+                "--epsilon",
+                "0",
+                "--out",
+                str(demos),
+            ]
+        )
+        == 0
+    )
+    sft_args = ["train", *common, "--algo", "sft", "--demos", str(demos), "--iterations", "4"]
+    sft_args += ["--candidates", "element", "--d-model", "16", "--layers", "1"]
+    sft_args += ["--prompt-bytes", "96", "--prompt-head-bytes", "80", "--lr", "1e-2"]
+    sft_args += ["--minibatch", "16", "--out", str(sft)]
+    assert main(sft_args) == 0
+    state = load_checkpoint_state(sft / "checkpoint.pt")
+    assert state["config"]["candidates"] == "element"
+    trained = TransformerPolicy.from_state_dict(state)
+    steps = demo_steps(demos)
+    gens = demo_generations(trained, steps)
+    # what SFT cloned is the clicked element's line, e.g. 'button "Delete: buy kelp 2"'
+    assert all(g.meta["candidates"][g.meta["choice"]].startswith('button "Delete: ') for g in gens)
+    fresh = TransformerPolicy(TransformerConfig(**state["config"]), seed=0)
+    assert demo_nll(trained, gens) < demo_nll(fresh, demo_generations(fresh, steps)) - 0.05
+
+    rl_args = ["train", *common, "--algo", "gigpo", "--init", str(sft / "checkpoint.pt")]
+    rl_args += ["--iterations", "1", "--tasks", "1", "--group-size", "2", "--num-envs", "2"]
+    rl_args += ["--eval-every", "1", "--eval-tasks", "2", "--out", str(rl)]
+    assert main(rl_args) == 0
+    rl_state = torch.load(rl / "checkpoint.pt", weights_only=False)
+    assert rl_state["train_config"]["model"]["candidates"] == "element"

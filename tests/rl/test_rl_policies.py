@@ -179,3 +179,46 @@ def test_dialogue_context_reads_the_conversation_with_compact_tool_calls():
     assert prompt_text(PolicyInput(messages=messages), "latest") == "User: No."
     with pytest.raises(InvalidConfigError):
         TransformerPolicy(TransformerConfig(context="everything"))
+
+
+PAGE = (
+    'Task: Delete the item "buy milk 2".\nPage:\n[0] button "Done: pay rent 1"\n'
+    '[1] button "Delete: pay rent 1"\n[2] textbox "New item"\n[3] button "Delete: buy milk 2"\n'
+    '[4] button "Delete: buy milk 2"'
+)
+
+
+def _click(bid):
+    return f'<tool_call>{{"name": "click", "arguments": {{"bid": "{bid}"}}}}</tool_call>'
+
+
+def test_element_view_writes_clicks_as_the_elements_they_click():
+    from agentgym.agents.transformer import candidate_views
+
+    acts = [_click(0), _click(1), _click(3), _click(4), _click(9), "not a tool call"]
+    views = candidate_views(_inp(PAGE), acts, "element")
+    assert views == [
+        'button "Done: pay rent 1"',
+        'button "Delete: pay rent 1"',
+        'button "Delete: buy milk 2"',
+        'button "Delete: buy milk 2" #3',  # same label twice: still two distinct choices
+        "> click: 9",  # no such element on the page: the compact action
+        "> not a tool call",
+    ]
+    assert candidate_views(_inp(PAGE), acts, "action") == acts
+
+
+def test_element_view_acts_with_the_action_and_scores_the_view_consistently():
+    policy = TransformerPolicy(TransformerConfig(d_model=32, n_layers=1, candidates="element"))
+    acts = [_click(0), _click(1), _click(3)]
+    gens = policy.act([_inp(PAGE, acts)] * 8)
+    for g in gens:
+        assert g.text == acts[g.meta["choice"]]  # the env gets the real action
+        assert g.meta["candidates"][g.meta["choice"]].startswith("button ")
+    lp, _, _ = policy.evaluate(gens)
+    np.testing.assert_allclose(lp[:, 0].detach().numpy(), [g.logprobs[0] for g in gens], atol=1e-5)
+
+
+def test_unknown_candidate_view_is_a_clear_error():
+    with pytest.raises(InvalidConfigError, match="candidates must be"):
+        TransformerPolicy(TransformerConfig(candidates="labels"))

@@ -291,3 +291,42 @@ def test_shop_offers_searching_for_the_instruction_until_it_is_typed():
     obs, *_ = env.step(search)
     assert "results for" in obs["text"]
     env.close()
+
+
+def test_todo_kinds_restrict_tasks_and_click_only_kinds_are_solvable_from_admissible_clicks():
+    click_kinds = ["complete", "delete", "complete+delete"]
+    env = gym.make("agentgym/WebTodoText-v0", kinds=click_kinds)
+    seen = set()
+    for seed in range(30):
+        _obs, info = env.reset(seed=seed)
+        seen.add(env.unwrapped.todo.task["kind"])
+        for _ in range(10):
+            action = env.unwrapped.oracle_action()
+            # every oracle step is one of the env's admissible clicks: a policy that only
+            # chooses among them can solve these kinds
+            assert action in info["admissible_actions"]
+            _obs, _r, term, trunc, info = env.step(action)
+            if term or trunc:
+                break
+        assert info["success"]
+    assert seen == set(click_kinds)
+    env.close()
+
+
+def test_todo_default_kinds_keep_every_seeds_task():
+    from agentgym.simulators.browser.sites.todo import KINDS as TODO_KINDS
+    from agentgym.simulators.browser.sites.todo import make_task as make_todo
+
+    # with every kind allowed a seed gives the task it gave before `kinds` existed
+    assert [make_todo(s)["instruction"] for s in range(3)] == [
+        'Rename "pay quill 1" to "pay quill 1 today".',
+        'Mark "buy umber 1" as done and delete "pay ocean 2".',
+        'Delete the item "email prism 3".',
+    ]
+    assert {make_todo(s)["kind"] for s in range(60)} == set(TODO_KINDS)
+    assert {make_todo(s, ("delete",))["kind"] for s in range(20)} == {"delete"}
+
+
+def test_todo_unknown_kind_is_a_clear_error():
+    with pytest.raises(InvalidConfigError, match="unknown to-do task kinds"):
+        gym.make("agentgym/WebTodoText-v0", kinds=["archive"])

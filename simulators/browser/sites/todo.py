@@ -18,9 +18,15 @@ from agentgym.simulators.browser.sites.words import WORDS
 
 HEADER = "<header class='ag'><b>Todo</b></header>"
 VERBS = ("buy", "call", "fix", "email", "clean", "plan", "book", "water", "read", "pay")
+KINDS = ("add", "complete", "delete", "rename", "complete+delete")
 
 
-def make_task(seed: int) -> dict[str, Any]:
+def make_task(seed: int, kinds: tuple[str, ...] = KINDS) -> dict[str, Any]:
+    """The task of ``seed``: starting rows, goal rows and instruction, of one of ``kinds``.
+
+    With every kind (the default) a seed gives the same task whatever ``kinds`` other
+    callers use; a narrower ``kinds`` draws the kind from that set instead.
+    """
     rng = np.random.default_rng([seed, 6_262])
     n = int(rng.integers(3, 7))
     items = []
@@ -32,7 +38,7 @@ def make_task(seed: int) -> dict[str, Any]:
             }
         )
     goal = [dict(it) for it in items]
-    kind = ("add", "complete", "delete", "rename", "complete+delete")[int(rng.integers(5))]
+    kind = kinds[int(rng.integers(len(kinds)))]
     undone = [i for i, it in enumerate(items) if not it["done"]] or [0]
     if kind == "add":
         title = f"{VERBS[int(rng.integers(len(VERBS)))]} {WORDS[int(rng.integers(len(WORDS)))]} new"
@@ -65,15 +71,16 @@ def make_task(seed: int) -> dict[str, Any]:
 class TodoSite(Site):
     """The to-do app over an in-memory SQLite database."""
 
-    def __init__(self) -> None:
+    def __init__(self, kinds: tuple[str, ...] = KINDS) -> None:
         super().__init__()
+        self.kinds = kinds
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
         self.seed = 0
         self.task: dict[str, Any] = {}
 
     def reset(self, seed: int, task: Mapping[str, Any]) -> None:
         self.seed = int(seed)
-        self.task = make_task(self.seed)
+        self.task = make_task(self.seed, self.kinds)
         self._load_rows(
             [(i + 1, it["title"], int(it["done"])) for i, it in enumerate(self.task["items"])]
         )
@@ -96,7 +103,7 @@ class TodoSite(Site):
 
     def load(self, state: Any) -> None:
         self.seed = int(state["seed"])
-        self.task = make_task(self.seed)
+        self.task = make_task(self.seed, self.kinds)
         self._load_rows([tuple(r) for r in state["rows"]])  # type: ignore[misc]
 
     def handle(self, request: Request) -> Response:
