@@ -360,6 +360,19 @@ class Trainer:
             return grpo_rows(batch, self.cfg.grpo)
         return tree_rows(batch, self.cfg.tree)
 
+    def _gradient_step(self, loss: torch.Tensor) -> None:
+        """One clipped optimizer step on ``loss``.
+
+        A minibatch whose rows are all forced choices (a single admissible action) has a
+        loss that depends on no weight; it is skipped rather than back-propagated.
+        """
+        if not loss.requires_grad:
+            return
+        self.optim.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), self.cfg.max_grad_norm)
+        self.optim.step()
+
     def update(self, rows: list[StepRecord], adv: np.ndarray) -> dict[str, float]:
         """``ppo_epochs`` passes of minibatched PPO-clip over the rows."""
         cfg = self.cfg
@@ -404,10 +417,7 @@ class Trainer:
                     entropy=ent,
                     config=cfg.loss,
                 )
-                self.optim.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), cfg.max_grad_norm)
-                self.optim.step()
+                self._gradient_step(loss)
                 m["loss"] = float(loss.detach())
                 for k, v in m.items():
                     sums[k] = sums.get(k, 0.0) + v
@@ -427,10 +437,7 @@ class Trainer:
             loss = nll_loss(
                 self.policy, [gens[i] for i in order[start : start + cfg.minibatch_size]]
             )
-            self.optim.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), cfg.max_grad_norm)
-            self.optim.step()
+            self._gradient_step(loss)
             losses.append(float(loss.detach()))
         update_s = time.perf_counter() - t0
         return {

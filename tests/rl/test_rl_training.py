@@ -147,3 +147,33 @@ def test_cli_train_records_the_trained_agent_and_the_recording_replays(tmp_path)
     assert len(episodes) == 8 and all(ep.steps for ep in episodes)
     report = replay(out / "rollouts.agtr")
     assert report.ok
+
+
+def test_update_skips_minibatches_of_forced_choices_and_trains_on_the_rest():
+    """A row with one admissible action has a loss that depends on no weight; a minibatch
+    of only such rows used to crash backward() ("does not require grad")."""
+    from agentgym.agents.base import PolicyInput
+    from agentgym.rl.rollouts import StepRecord
+
+    cfg = TrainConfig(
+        env_id=ENV, num_envs=1, backend="sync", minibatch_size=2, ppo_epochs=1, progress=False
+    )
+    cfg.model = TransformerConfig(d_model=16, n_layers=1)
+    trainer = Trainer(cfg)
+    try:
+        policy = trainer.policy
+
+        def row(actions, traj):
+            inp = PolicyInput(messages=[{"role": "user", "content": "s"}], info={})
+            inp.info["admissible_actions"] = actions
+            (gen,) = policy.act([inp])
+            return StepRecord("g", traj, 0, "s", gen, 1.0, True, True)
+
+        forced = [row(["only"], t) for t in range(2)]
+        before = [p.detach().clone() for p in policy.model.parameters()]
+        trainer.update(forced, np.array([1.0, -1.0]))  # no crash, no step
+        assert all(torch.equal(a, b) for a, b in zip(before, policy.model.parameters()))
+        trainer.update([row(["a", "b"], 2), row(["a", "b"], 3)], np.array([1.0, -1.0]))
+        assert not all(torch.equal(a, b) for a, b in zip(before, policy.model.parameters()))
+    finally:
+        trainer.pool.close()
