@@ -75,7 +75,8 @@ def anchor_group_stats(rows: list[StepRecord], cfg: GiGPOConfig | None = None) -
     * ``shared``: fraction of rows whose anchor group has at least 2 rows;
     * ``anchor_size``: mean anchor-group size, weighted by rows;
     * ``step_nonzero`` / ``episode_nonzero``: fraction of rows with ``A_S != 0`` / ``A_E != 0``;
-    * ``step_over_episode``: ``mean |omega * A_S| / mean |A_E|``.
+    * ``step_over_episode``: ``mean |omega * A_S| / mean |A_E|`` (NaN when every episode of
+      every group scored the same, so ``A_E`` is zero everywhere).
     """
     cfg = cfg or GiGPOConfig()
     if not rows:
@@ -102,6 +103,8 @@ def anchor_group_stats(rows: list[StepRecord], cfg: GiGPOConfig | None = None) -
 
     a_e = advantages(0.0)
     a_s = advantages(cfg.omega) - a_e  # omega * A_S
+    e_mean = float(np.mean(np.abs(a_e)))
+    ratio = float(np.mean(np.abs(a_s))) / e_mean if e_mean > 0 else float("nan")
     size = Counter(zip(groups, keys))
     sizes = np.array([size[gk] for gk in zip(groups, keys)])
     return {
@@ -110,5 +113,5 @@ def anchor_group_stats(rows: list[StepRecord], cfg: GiGPOConfig | None = None) -
         "anchor_size": float(np.mean(sizes)),
         "step_nonzero": float(np.mean(np.abs(a_s) > 1e-9)),
         "episode_nonzero": float(np.mean(np.abs(a_e) > 1e-9)),
-        "step_over_episode": float(np.mean(np.abs(a_s)) / max(float(np.mean(np.abs(a_e))), 1e-12)),
+        "step_over_episode": ratio,
     }

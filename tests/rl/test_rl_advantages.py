@@ -175,5 +175,10 @@ def test_anchor_group_stats_hand_computed():
     # episode returns 1 and 0, row-weighted mean 0.5: A_E = +-0.5 on every row
     assert s["episode_nonzero"] == 1.0
     assert s["step_over_episode"] == pytest.approx((2 * 0.475 / 4) / 0.5)
+    # both chains fail alike: no episode advantage, the step one still tells A's rows apart
+    same = [row(1, "A", 0.0), row(1, "B", 1.0), row(2, "A", 1.0), row(2, "C", 0.0)]
+    s = anchor_group_stats(same)
+    assert s["episode_nonzero"] == 0.0 and s["step_nonzero"] == 0.5
+    assert np.isnan(s["step_over_episode"])
     with pytest.raises(ValueError):
         anchor_group_stats([])
