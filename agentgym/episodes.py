@@ -72,6 +72,26 @@ class StepEvent:
     policy_ms: float
     env_ms: float
 
+    @classmethod
+    def of(
+        cls, slot: int, episode: int, generation: Any, result: Any, policy_ms: float, env_ms: float
+    ) -> StepEvent:
+        """The event of ``generation`` (its ``text`` was the action) and the env's ``result``
+        (a :class:`~agentgym.vector.StepResult`)."""
+        return cls(
+            slot,
+            episode,
+            generation.text,
+            generation,
+            result.obs,
+            result.reward,
+            result.terminated,
+            result.truncated,
+            result.info,
+            policy_ms,
+            env_ms,
+        )
+
 
 def play(
     env_id: str,
@@ -146,21 +166,7 @@ def play(
                     summary.components[k] = summary.components.get(k, 0.0) + float(v)
                 infos[s] = {**infos[s], **res.info}
                 if on_step:
-                    on_step(
-                        StepEvent(
-                            s,
-                            ep,
-                            gen.text,
-                            gen,
-                            res.obs,
-                            res.reward,
-                            res.terminated,
-                            res.truncated,
-                            res.info,
-                            policy_ms,
-                            env_ms,
-                        )
-                    )
+                    on_step(StepEvent.of(s, ep, gen, res, policy_ms, env_ms))
                 if res.terminated or res.truncated:
                     summary.terminated, summary.truncated = res.terminated, res.truncated
                     summary.success = bool(res.info.get("success", False))

@@ -76,7 +76,6 @@ class HTTPPolicy:
         send_tools: pass the env's ``info["tools"]`` as OpenAI ``tools``.
         temperature: sampling temperature (``agentgym eval`` sets 0 for its greedy mode).
         max_tokens: generation budget of one reply.
-        send_tools: pass the env's ``info["tools"]`` as OpenAI ``tools``.
         logprobs: ask for token logprobs.
         timeout: seconds to wait for one reply.
         max_concurrency: requests in flight at once (one :meth:`act` batch is sent together).

@@ -309,15 +309,16 @@ def candidate_views(inp: PolicyInput, actions: Sequence[str], view: str = "actio
     lines = dict(_ELEMENT_LINE.findall(prompt_text(inp, "latest")))
     out: list[str] = []
     for k, action in enumerate(actions):
-        shown = compact_action(action)
+        shown = None
         bodies = _TOOL_CALL.findall(action)
         if len(bodies) == 1:
             try:
                 call = json.loads(bodies[0])
                 if call.get("name") == "click":
-                    shown = lines.get(str(call["arguments"]["bid"]), shown)
+                    shown = lines.get(str(call["arguments"]["bid"]))
             except (ValueError, KeyError, TypeError, AttributeError):
                 pass
+        shown = shown or compact_action(action)
         out.append(f"{shown} #{k}" if shown in out else shown)
     return out
 

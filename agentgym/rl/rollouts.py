@@ -256,21 +256,7 @@ def run_chains(
                 chain.infos.append(dict(merged))
             if s in watched:
                 if on_step is not None:
-                    on_step(
-                        StepEvent(
-                            s,
-                            active[s],
-                            gen.text,
-                            gen,
-                            res.obs,
-                            res.reward,
-                            res.terminated,
-                            res.truncated,
-                            res.info,
-                            policy_ms,
-                            env_ms,
-                        )
-                    )
+                    on_step(StepEvent.of(s, active[s], gen, res, policy_ms, env_ms))
                 if done and on_end is not None:
                     on_end(s, _summary(chain, active[s], res))
             if done:

@@ -33,10 +33,10 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from agentgym.envs.web.base import Grade, WebEnv
+from agentgym.envs.web.tasks import chosen_kinds
 from agentgym.simulators.browser.site import Site
 from agentgym.simulators.browser.sites.todo import KINDS, TodoSite
 
-from agentgym.error import InvalidConfigError
 from agentgym.parsing import render_tool_call
 from agentgym.tasks import SeededTaskSet, seeded_splits
 
@@ -48,11 +48,7 @@ class WebTodoEnv(WebEnv):
     text_mode_ok: ClassVar[bool] = True
 
     def __init__(self, *, kinds: Sequence[str] | None = None, **kwargs: Any):
-        kinds = tuple(kinds) if kinds else KINDS
-        unknown = [k for k in kinds if k not in KINDS]
-        if unknown:
-            raise InvalidConfigError(f"unknown to-do task kinds {unknown}; known: {list(KINDS)}")
-        self.kinds = kinds
+        self.kinds = chosen_kinds(kinds, KINDS, "to-do task kinds")
         self._splits = seeded_splits("todo")
         super().__init__(**kwargs)
 

@@ -5,6 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import overload
 
+from agentgym.error import InvalidConfigError
+
+
+def chosen_kinds(kinds: Sequence[str] | None, known: Sequence[str], what: str) -> tuple[str, ...]:
+    """``kinds`` as a tuple (``known`` when None or empty); unknown names are a typed error
+    that says which ``what`` (e.g. "widget kinds") exist."""
+    chosen = tuple(kinds) if kinds else tuple(known)
+    unknown = [k for k in chosen if k not in known]
+    if unknown:
+        raise InvalidConfigError(f"unknown {what} {unknown}; known: {list(known)}")
+    return chosen
+
 
 class KindSeedTaskSet(Sequence[str]):
     """Ids ``f"{prefix}-{kind}-{seed}"``; index ``i`` is kind ``i % K``, seed ``start + i // K``.

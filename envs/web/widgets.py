@@ -47,11 +47,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from agentgym.envs.web.base import Grade, WebEnv
-from agentgym.envs.web.tasks import KindSeedTaskSet, kind_seed_splits
+from agentgym.envs.web.tasks import KindSeedTaskSet, chosen_kinds, kind_seed_splits
 from agentgym.simulators.browser.site import Site
 from agentgym.simulators.browser.sites.widgets import KINDS, WidgetSite, oracle
 
-from agentgym.error import InvalidConfigError
 from agentgym.parsing import render_tool_call
 
 
@@ -61,12 +60,8 @@ class WebWidgetsEnv(WebEnv):
     default_max_turns: ClassVar[int | None] = 15
 
     def __init__(self, *, kinds: Sequence[str] | None = None, **kwargs: Any):
-        kinds = tuple(kinds) if kinds else KINDS
-        unknown = [k for k in kinds if k not in KINDS]
-        if unknown:
-            raise InvalidConfigError(f"unknown widget kinds {unknown}; known: {list(KINDS)}")
-        self.kinds = kinds
-        self._splits: Mapping[str, KindSeedTaskSet] = kind_seed_splits("widget", kinds)
+        self.kinds = chosen_kinds(kinds, KINDS, "widget kinds")
+        self._splits: Mapping[str, KindSeedTaskSet] = kind_seed_splits("widget", self.kinds)
         super().__init__(**kwargs)
 
     def make_site(self) -> Site:
