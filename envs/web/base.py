@@ -22,6 +22,7 @@ from agentgym.simulators.browser.site import Site
 from agentgym.core import AgentEnv, ResetOutcome, StepOutcome
 from agentgym.error import InvalidConfigError
 from agentgym.parsing import ParsedAction, Tool, render_tool_call
+from agentgym.text import safe_text
 
 MODES = ("browser", "text")
 SCREENSHOT_KINDS = (False, "png", "jpeg")
@@ -186,7 +187,10 @@ class WebEnv(AgentEnv):
             )
         if problem is not None:
             return StepOutcome(
-                text=self._render(problem), images=self._images(), action_valid=False, error=problem
+                text=self._render(problem),
+                images=self._images(),
+                action_valid=False,
+                error=safe_text(problem),
             )
         answer = None
         error: str | None
@@ -199,12 +203,12 @@ class WebEnv(AgentEnv):
         if action.tool_calls:
             call = action.tool_calls[0]
             if call.name == "answer":
-                answer = str(call.arguments["text"])
+                answer = safe_text(str(call.arguments["text"]))
                 error = None
             else:
                 error = apply(self.driver, call.name, call.arguments, self._page)
         else:
-            answer = str(action.answer)
+            answer = safe_text(str(action.answer))
             error = None
         # A failed action is the model's mistake (invalid, format penalty) unless the browser
         # itself failed (crash, hang, restart), which the observation reports without penalty.
@@ -224,7 +228,7 @@ class WebEnv(AgentEnv):
             terminated=grade.done,
             success=grade.success,
             action_valid=valid,
-            error=error,
+            error=None if error is None else safe_text(error),
             info={"url": self._page.url if self._page else ""},
         )
 
@@ -268,7 +272,9 @@ class WebEnv(AgentEnv):
             used += len(line) + 1
         if self.aria and self.mode == "browser" and self._driver is not None:
             body += ["Accessibility tree:", self._driver.aria_snapshot()]
-        return "\n".join(head + body)
+        # Model text reaches the page (fill) and errors (unknown ids); the observation must
+        # still be valid UTF-8 whatever the model wrote.
+        return safe_text("\n".join(head + body))
 
     # -- snapshots -------------------------------------------------------------------------
 

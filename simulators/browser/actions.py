@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from agentgym.simulators.browser.dom import PageObservation
 
 from agentgym.parsing import Tool
+from agentgym.text import safe_text
 
 MAX_FILL_CHARS = 10_000
 MAX_PATH_CHARS = 2_000
@@ -108,7 +109,13 @@ def check_path(path: str) -> str | None:
 def apply(
     driver: Any, name: str, args: Mapping[str, Any], page: PageObservation | None
 ) -> str | None:
-    """Check and run one tool call; ``None`` on success, else the error for the model."""
+    """Check and run one tool call; ``None`` on success, else the error for the model.
+
+    String arguments lose their lone surrogates first (:func:`agentgym.text.safe_text`), so
+    both drivers get the same text, the page never stores what UTF-8 cannot hold, and an
+    error that echoes an argument is valid UTF-8.
+    """
+    args = {k: safe_text(v) if isinstance(v, str) else v for k, v in args.items()}
     elements = {e["bid"]: e for e in (page.elements if page else [])}
 
     def element(
