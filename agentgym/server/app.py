@@ -31,13 +31,14 @@ HTTP sessions are named by ``episode_id``. Requests without one all use ONE shar
 session (id ``"default"``): ``/reset`` resets it in place, under its lock, so concurrent
 clients never break each other's calls, but they do share one episode. Every such response
 says so (``X-Agentgym-Shared-Session: default`` and a ``Warning`` header) and the server
-logs it; send ``episode_id`` for a private session.
+logs it; send ``episode_id`` for a private session. An ``episode_id`` is 1..255 printable
+ASCII characters without spaces (it is echoed in a header); others are a 400 naming the rule.
+Replies never fail to encode: lone surrogates in them become U+FFFD.
 """
 
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -56,6 +57,7 @@ from agentgym.server.payloads import (
     ACTION_SCHEMA,
     OBSERVATION_SCHEMA,
     STATE_SCHEMA,
+    dumps,
     reset_payload,
     state_payload,
     step_payload,
@@ -72,6 +74,14 @@ SHARED_NOTICE = (
     'client that omits episode_id shares; send episode_id for a private session"'
 )
 _LOG_EVERY_S = 60.0
+
+
+class SafeJSONResponse(JSONResponse):
+    """A JSON reply whose body never fails to encode (lone surrogates become U+FFFD)."""
+
+    def render(self, content: Any) -> bytes:
+        return dumps(content).encode("utf-8")
+
 
 Payload = dict[str, Any]
 Reply = tuple[Payload, dict[str, str]]
@@ -135,22 +145,22 @@ def create_app(
         return data
 
     def guarded(handler: Callable[[Request], Awaitable[Reply]]) -> Callable[[Request], Any]:
-        async def wrapper(request: Request) -> JSONResponse:
+        async def wrapper(request: Request) -> SafeJSONResponse:
             if not _authorised(request.headers, request.query_params):
-                return JSONResponse(
+                return SafeJSONResponse(
                     {"detail": "missing or wrong token", "code": "UNAUTHORIZED", "field": None},
                     status_code=401,
                 )
             try:
                 payload, headers = await handler(request)
-                return JSONResponse(payload, headers=headers)
+                return SafeJSONResponse(payload, headers=headers)
             except SessionError as exc:
                 body = {"detail": str(exc), "code": exc.code, "field": exc.field}
-                return JSONResponse(body, status_code=exc.status)
+                return SafeJSONResponse(body, status_code=exc.status)
             except Exception as exc:  # a server bug: say so in JSON, keep serving
                 logger.exception("agentgym serve: %s %s failed", request.method, request.url.path)
                 body = {"detail": f"{type(exc).__name__}: {exc}", "code": "EXECUTION_ERROR"}
-                return JSONResponse({**body, "field": None}, status_code=500)
+                return SafeJSONResponse({**body, "field": None}, status_code=500)
 
         return wrapper
 
@@ -173,8 +183,8 @@ def create_app(
                 )
         return headers
 
-    async def health(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "healthy", "env_id": env_id, **manager.stats()})
+    async def health(request: Request) -> SafeJSONResponse:
+        return SafeJSONResponse({"status": "healthy", "env_id": env_id, **manager.stats()})
 
     async def metadata(request: Request) -> Reply:
         from agentgym import __version__
@@ -310,7 +320,7 @@ def create_app(
                     }
                 if reply is None:
                     break
-                await websocket.send_text(json.dumps(reply))
+                await websocket.send_text(dumps(reply))
         except WebSocketDisconnect:
             pass
         finally:

@@ -103,14 +103,35 @@ def reset_args(data: Any, prefix: str = "") -> tuple[int | None, dict[str, Any] 
     return seed, options or None
 
 
+EPISODE_ID_RULE = (
+    "episode_id must be 1..255 printable ASCII characters (letters, digits and punctuation "
+    "!-~; no spaces, control characters or non-ASCII), because it is sent back in the "
+    "X-Agentgym-Episode-Id header"
+)
+
+
 def episode_id(value: Any) -> str | None:
-    """A client-chosen session name: None, or a string of 1..255 characters."""
+    """A client-chosen session name: None, or 1..255 printable ASCII characters.
+
+    Checked before any session is built, because the id is echoed in a response header:
+    ``\\n``, ``\\r`` or NUL would make the reply illegal (the connection dropped after the env
+    ran) and non-ASCII has no header encoding. The refusal names the rule.
+
+    Examples:
+        >>> episode_id("worker-1/ep:7")
+        'worker-1/ep:7'
+        >>> try:
+        ...     episode_id("a\\nb")
+        ... except SessionError as exc:
+        ...     print(exc.status, exc.field)
+        400 episode_id
+    """
     if value is None:
         return None
-    if not isinstance(value, str) or not 0 < len(value) <= 255:
+    ok = isinstance(value, str) and 0 < len(value) <= 255 and value.isascii()
+    if not ok or not all("!" <= c <= "~" for c in value):
         raise _bad(
-            f"episode_id must be a string of 1..255 characters, got {_kind(value)} "
-            f"{json.dumps(value, default=str)[:60]}",
+            f"{EPISODE_ID_RULE}; got {_kind(value)} {json.dumps(value, default=str)[:60]}",
             "episode_id",
         )
     return value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -11,6 +12,20 @@ import numpy as np
 from agentgym.integrations.session import SessionStart, SessionTurn
 from agentgym.server.scheduler import Timed
 from agentgym.server.sessions import Session
+from agentgym.text import safe_text
+
+
+def dumps(payload: Any) -> str:
+    """``payload`` as compact JSON text that always encodes as UTF-8.
+
+    Lone surrogates (a model's half emoji, echoed in an observation or in the parsed tool
+    calls of ``info``) become U+FFFD, as everywhere an observation is echoed: written raw they
+    make the UTF-8 encoding of the reply fail (a 500 after the env took the turn), and written
+    as ``\\ud800`` escapes they would hand the client a string its tokenizer cannot encode.
+    """
+    text = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return safe_text(text)
+
 
 ACTION_SCHEMA: dict[str, Any] = {
     "title": "AgentGymAction",
