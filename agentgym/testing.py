@@ -6,18 +6,58 @@ so third-party envs can be held to the same contract::
     from agentgym.testing import check_env
     check_env(gym.make("myorg/MyEnv-v0"))
 
-or ``agentgym check ID`` on the command line. Each ``check_*`` function raises
-:class:`agentgym.error.ConformanceError` with what was expected, what happened, and the
-likely cause; :func:`check_env` runs them all.
+or ``agentgym check ID`` on the command line. Each ``check_*`` function holds the env to one
+rule and raises :class:`agentgym.error.ConformanceError` whose message starts with the rule's
+name in brackets (``[state-key-history-free] expected ...; got ...; Likely cause: ...``).
+:func:`run_checks` runs every rule, goes on past failures and returns a :class:`CheckReport`
+(passed, failed or skipped per rule); :func:`check_env` raises one error listing every failed
+rule. When the env itself raises, the report names the file and line in the env's own code.
+
+The rules (:data:`RULES`, in the order they run):
+
+* ``gymnasium`` — Gymnasium's own env checker passes, with no warnings.
+* ``reset-info`` — reset info holds ``task_id``, ``instruction``, ``system_prompt``, ``tools``
+  (OpenAI schemas) and a str ``state_key``.
+* ``system-prompt`` — ``info["system_prompt"]`` is non-empty: an LLM must be told what it is
+  doing and how to act (``ResetOutcome(system_prompt=...)``).
+* ``splits-disjoint`` — the ``train`` and ``test`` task sets are both non-empty and share no id,
+  so held-out evaluation means something.
+* ``determinism`` — the same seed gives the same task, observation, info and replay.
+* ``fuzz`` — no action string raises; malformed turns are flagged; every step keeps the step
+  contract (observation in its space, finite reward equal to the weighted components...).
+* ``state-key`` — ``state_key()`` is a str, stable when read twice, and equal across two
+  instances given the same seed and actions.
+* ``state-key-history-free`` — a turn the parser rejects changes nothing in the world, so it must
+  leave ``state_key`` unchanged; a key that moves anyway holds the turn counter or the action
+  history, and GiGPO could never group equal states of different trajectories.
+* ``state-key-varies`` — over several tasks and steps whose observations differ, the key takes
+  more than one value (a constant key makes every step one anchor group).
+* ``answer-hidden`` — for envs whose episode ends with an ``<answer>`` (``answers_in_text``)
+  and that have an ``oracle_action()``, the ``<answer>`` the oracle ends with (played from
+  reset) is the hidden answer; it must not be printed in the first observation, instruction
+  or system prompt. It fails only when, on every sampled task, the task's own answer appears
+  there as a whole word while another task's answer does not (so choices every task lists,
+  such as "yes or no" or "A) ... B) ...", are not a leak; an env that lists a task's own
+  answer text among its choices should take the choice's letter as the answer). Envs without an oracle, or whose oracle gives no ``<answer>``
+  within 20 turns, skip it.
+* ``snapshot`` — ``restore(snapshot())`` gives the same future, in this and another instance.
+* ``close`` — ``close()`` may be called twice.
 """
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import math
+import os
+import re
+import sys
+import traceback
 import warnings
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -29,14 +69,24 @@ from agentgym.parsing import render_tool_call
 __all__ = [
     "FUZZ_ACTIONS",
     "MALFORMED_ACTIONS",
+    "RULES",
+    "CheckReport",
+    "RuleResult",
+    "check_answer_hidden",
     "check_close",
     "check_env",
     "check_gymnasium_api",
     "check_multi_agent_env",
     "check_reset_determinism",
+    "check_reset_info",
     "check_snapshot_restore",
+    "check_splits_disjoint",
     "check_state_key",
+    "check_state_key_history_free",
+    "check_state_key_varies",
     "check_step_fuzz",
+    "check_system_prompt",
+    "run_checks",
     "sample_valid_actions",
 ]
 
@@ -192,6 +242,11 @@ def check_gymnasium_api(env: gym.Env) -> None:
         try:
             gym_check_env(_unwrapped(env), skip_render_check=True, skip_close_check=True)
         except Exception as exc:
+            own = _raised_by_env(exc)
+            if own is not None:
+                # The env itself raised inside Gymnasium's checker (which may rewrap a
+                # TypeError as a hint about signatures): report the env's own error.
+                raise own from None
             raise _fail(
                 "gymnasium",
                 "gymnasium.utils.env_checker.check_env to pass",
@@ -211,6 +266,24 @@ def check_gymnasium_api(env: gym.Env) -> None:
             "; ".join(str(w.message) for w in relevant[:3]),
             "fix what gymnasium warns about",
         )
+
+
+def _raised_by_env(exc: BaseException) -> BaseException | None:
+    """The exception in ``exc``'s chain that was raised outside Gymnasium, if any."""
+    gym_dir = os.path.dirname(gym.__file__)
+    seen: BaseException | None = exc
+    while seen is not None:
+        frames = traceback.extract_tb(seen.__traceback__)
+        if frames and not frames[-1].filename.startswith(gym_dir):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def check_reset_info(env: gym.Env, seed: int = 0) -> None:
+    """Reset info holds the contract's keys, a str ``state_key`` and OpenAI tool schemas."""
+    _obs, info = env.reset(seed=seed)
+    _check_reset_info(info)
 
 
 def _check_reset_info(info: Mapping[str, Any]) -> None:
@@ -487,21 +560,411 @@ def check_close(env: gym.Env) -> None:
         ) from exc
 
 
-def check_env(env: gym.Env, *, seed: int = 0, factory: Callable[[], gym.Env] | None = None) -> None:
-    """Run every single-agent conformance check; raises ConformanceError on the first failure.
+def check_system_prompt(env: gym.Env, seed: int = 0) -> None:
+    """Reset info carries a non-empty system prompt."""
+    _obs, info = env.reset(seed=seed)
+    prompt = info.get("system_prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise _fail(
+            "system-prompt",
+            "a non-empty info['system_prompt'] at reset",
+            repr(prompt)[:80],
+            "_reset returns ResetOutcome without system_prompt=..., so an LLM is sent no "
+            "system message saying what it is doing and how to act (docs/own-env.md)",
+        )
 
-    ``factory`` builds a second instance for the cross-instance checks; when omitted and the
-    env came from ``gym.make``, its spec is used.
+
+#: How many ids of the smaller split the disjointness check looks up in the other one.
+_SPLIT_SAMPLE = 20_000
+
+
+def check_splits_disjoint(env: gym.Env) -> None:
+    """The train and test task sets are non-empty and share no task id."""
+    unwrapped = _unwrapped(env)
+    splits = {name: unwrapped.task_ids(name) for name in ("train", "test")}
+    empty = [name for name, ids in splits.items() if len(ids) == 0]
+    if empty:
+        raise _fail(
+            "splits-disjoint",
+            "non-empty train and test task sets",
+            f"no task ids in split {empty[0]!r}",
+            "task_ids(split) ignores its argument or a split was left out",
+        )
+    small, large = sorted(splits.values(), key=len)
+    lookup: Any = large
+    if isinstance(large, list | tuple) and len(large) <= 1_000_000:
+        lookup = set(large)
+    shared = [t for t in itertools.islice(small, _SPLIT_SAMPLE) if t in lookup]
+    if shared:
+        raise _fail(
+            "splits-disjoint",
+            "train and test task sets that share no id",
+            f"{len(shared)} shared ids, e.g. {shared[:3]}",
+            "task_ids returns the same tasks for every split; give each split its own "
+            "seed range (agentgym.tasks.seeded_splits) or its own file",
+        )
+
+
+#: Turns every parser rejects (not JSON; an unknown tool), for the history-free key check.
+_REJECTED_TURNS = (MALFORMED_ACTIONS[2], MALFORMED_ACTIONS[3])
+
+
+def check_state_key_history_free(env: gym.Env, seed: int = 0) -> None:
+    """A turn the parser rejects changes no world state, so it leaves ``state_key`` alone."""
+    _obs, info = env.reset(seed=seed)
+    before = info["state_key"]
+    for action in _REJECTED_TURNS:
+        _, _, terminated, truncated, step_info = env.step(action)
+        if step_info.get("action_valid"):
+            return  # the fuzz rule reports an env that accepts it
+        after = step_info.get("state_key")
+        if after != before:
+            raise _fail(
+                "state-key-history-free",
+                "a turn the parser rejects (so nothing in the world changed) to leave "
+                "state_key unchanged",
+                f"{before!r} -> {after!r} after {action!r}",
+                "the key includes the turn counter, the action history or a clock; build it "
+                "from the world state only, so GiGPO can group equal states",
+            )
+        if terminated or truncated:
+            return
+
+
+def _fingerprint(obs: Mapping[str, Any]) -> str:
+    digest = hashlib.sha1(str(obs.get("text", "")).encode("utf-8", "surrogatepass"))
+    for image in obs.get("images", ()):
+        digest.update(np.ascontiguousarray(image).tobytes())
+    return digest.hexdigest()
+
+
+def check_state_key_varies(env: gym.Env, seed: int = 0, tasks: int = 4, steps: int = 2) -> None:
+    """The key is not constant: states with different observations get more than one key."""
+    rng = np.random.default_rng(seed + 11)
+    seen: set[str] = set()
+    keys: set[str] = set()
+    for offset in range(tasks):
+        obs, info = env.reset(seed=seed + offset)
+        seen.add(_fingerprint(obs))
+        keys.add(info["state_key"])
+        for action in sample_valid_actions(env, info, rng, steps):
+            obs, _, terminated, truncated, step_info = env.step(action)
+            if step_info.get("action_valid"):
+                seen.add(_fingerprint(obs))
+                keys.add(step_info["state_key"])
+            if terminated or truncated:
+                break
+    if len(seen) > 1 and len(keys) == 1:
+        raise _fail(
+            "state-key-varies",
+            "different keys for states with different observations",
+            f"one key {next(iter(keys))!r} for {len(seen)} different observations "
+            f"over {tasks} tasks",
+            "state_key returns a constant or hashes something that never changes; digest "
+            "the task and the world state",
+        )
+
+
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+
+def _mentions(text: str, phrase: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text, re.IGNORECASE) is not None
+
+
+def _oracle_answer(env: gym.Env, max_turns: int) -> str:
+    """The ``<answer>`` the oracle policy ends the episode with (played from reset)."""
+    unwrapped = _unwrapped(env)
+    for _ in range(max_turns):
+        try:
+            action = unwrapped.oracle_action()
+        except NotImplementedError:
+            raise _Skip("the env has no oracle_action() to tell its answer") from None
+        match = _ANSWER.search(action) if isinstance(action, str) else None
+        if match is not None and match.group(1).strip():
+            return match.group(1).strip()
+        _, _, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            break
+    raise _Skip(f"the oracle gave no <answer> within {max_turns} turns")
+
+
+def check_answer_hidden(env: gym.Env, seed: int = 0, tasks: int = 5, max_turns: int = 20) -> None:
+    """The hidden answer (the ``<answer>`` the oracle ends with) is not shown at reset."""
+    unwrapped = _unwrapped(env)
+    if not getattr(unwrapped, "answers_in_text", False):
+        raise _Skip("the episode does not end with an <answer> (answers_in_text is False)")
+    shown: list[tuple[str, str]] = []
+    for offset in range(tasks):
+        obs, info = env.reset(seed=seed + offset)
+        answer = _oracle_answer(env, max_turns)
+        text = "\n".join(str(info.get(k, "")) for k in ("instruction", "system_prompt"))
+        shown.append((answer, f"{obs['text']}\n{text}"))
+    answers = {answer for answer, _ in shown}
+    if len(answers) < 2:
+        return  # every task has the same answer: nothing tells a leak from the task's wording
+
+    def leaks(answer: str, text: str) -> bool:
+        others = [a for a in answers if a != answer]
+        return _mentions(text, answer) and any(not _mentions(text, a) for a in others)
+
+    if all(leaks(answer, text) for answer, text in shown):
+        answer, _ = shown[0]
+        raise _fail(
+            "answer-hidden",
+            "the hidden answer to stay out of the first observation",
+            f"the answer of every sampled task printed in its observation "
+            f"(seed {seed}: {answer[:80]!r})",
+            "the observation or instruction is built from the solution; show the question, "
+            "keep the answer for the reward",
+        )
+
+
+class _Skip(Exception):
+    """A rule does not apply to this env (the reason is the message)."""
+
+
+Status = Literal["passed", "failed", "skipped"]
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """The outcome of one rule: ``message`` says why it failed or was skipped."""
+
+    rule: str
+    status: Status
+    message: str = ""
+    #: What the rule checks, in a few words.
+    description: str = ""
+    #: ``file:line in function`` of the env's own code when the env raised, else "".
+    where: str = ""
+    #: The full traceback when the env raised (or a check raised), else "".
+    traceback: str = ""
+
+
+@dataclass
+class CheckReport:
+    """Every rule's outcome for one env, in the order the rules ran."""
+
+    results: list[RuleResult] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[RuleResult]:
+        return [r for r in self.results if r.status == "failed"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def summary(self, *, tracebacks: bool = False) -> str:
+        """One line per rule (PASS/FAIL/SKIP and why), for people."""
+        width = max((len(r.rule) for r in self.results), default=0)
+        lines = []
+        for r in self.results:
+            mark = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}[r.status]
+            lines.append(f"{mark} {r.rule:<{width}}  {r.message or r.description}".rstrip())
+            if r.where:
+                lines.append(f"     {'':<{width}}  at {r.where}")
+            if tracebacks and r.traceback:
+                lines.extend(f"     {ln}" for ln in r.traceback.rstrip().splitlines())
+        return "\n".join(lines)
+
+
+def _env_files(env: gym.Env) -> set[str]:
+    """Source files of the env's own classes (not agentgym's base class or Gymnasium's)."""
+    files = set()
+    for cls in type(_unwrapped(env)).__mro__:
+        module = sys.modules.get(cls.__module__)
+        path = getattr(module, "__file__", None)
+        top = cls.__module__.split(".")[0]
+        if path and top not in {"gymnasium", "builtins"} and cls.__module__ != "agentgym.core":
+            files.add(os.path.realpath(path))
+    return files
+
+
+def _where(frame: traceback.FrameSummary) -> str:
+    path = frame.filename
+    try:
+        rel = os.path.relpath(path)
+        path = rel if not rel.startswith("..") else path
+    except ValueError:
+        pass
+    return f"{path}:{frame.lineno} in {frame.name}"
+
+
+def env_raise_location(exc: BaseException, env: gym.Env) -> str:
+    """``file:line in function`` of the deepest frame in the env's own code that ``exc``
+    (or the exception it was raised from) passed through, else of the deepest frame."""
+    own = _env_files(env)
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(chain) < 5:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    for item in reversed(chain):  # the original error first
+        frames = traceback.extract_tb(item.__traceback__)
+        mine = [f for f in frames if os.path.realpath(f.filename) in own]
+        if mine:
+            where = _where(mine[-1])
+            deepest = _where(frames[-1])
+            return where if deepest == where else f"{where} (raised in {deepest})"
+    frames = traceback.extract_tb(chain[-1].__traceback__)
+    return _where(frames[-1]) if frames else ""
+
+
+@dataclass(frozen=True)
+class _Rule:
+    name: str
+    description: str
+    run: Callable[[gym.Env, int, Callable[[], gym.Env] | None], None]
+
+
+#: The rules :func:`run_checks` applies, in order (see the module docstring).
+RULES: tuple[_Rule, ...] = (
+    _Rule(
+        "gymnasium",
+        "Gymnasium's env checker passes with no warnings",
+        lambda env, seed, factory: check_gymnasium_api(env),
+    ),
+    _Rule(
+        "reset-info",
+        "reset info has task_id, instruction, system_prompt, tools, state_key",
+        lambda env, seed, factory: check_reset_info(env, seed),
+    ),
+    _Rule(
+        "system-prompt",
+        "reset info has a non-empty system prompt",
+        lambda env, seed, factory: check_system_prompt(env, seed),
+    ),
+    _Rule(
+        "splits-disjoint",
+        "train and test task ids are non-empty and disjoint",
+        lambda env, seed, factory: check_splits_disjoint(env),
+    ),
+    _Rule(
+        "determinism",
+        "the same seed gives the same task, observations and replay",
+        lambda env, seed, factory: check_reset_determinism(env),
+    ),
+    _Rule(
+        "fuzz",
+        "no action string raises; malformed turns are flagged; steps keep the contract",
+        lambda env, seed, factory: check_step_fuzz(env, seed=seed),
+    ),
+    _Rule(
+        "state-key",
+        "state_key is stable and equal across instances",
+        lambda env, seed, factory: check_state_key(env, seed, factory),
+    ),
+    _Rule(
+        "state-key-history-free",
+        "a rejected turn leaves state_key unchanged (no turn counter)",
+        lambda env, seed, factory: check_state_key_history_free(env, seed),
+    ),
+    _Rule(
+        "state-key-varies",
+        "different states get different keys (not a constant)",
+        lambda env, seed, factory: check_state_key_varies(env, seed),
+    ),
+    _Rule(
+        "answer-hidden",
+        "the hidden answer is not printed in the first observation",
+        lambda env, seed, factory: check_answer_hidden(env, seed),
+    ),
+    _Rule(
+        "snapshot",
+        "restore(snapshot()) gives the same future, in any instance",
+        lambda env, seed, factory: check_snapshot_restore(env, seed=seed, factory=factory),
+    ),
+    _Rule(
+        "close",
+        "close() may be called twice",
+        lambda env, seed, factory: check_close(env),
+    ),
+)
+
+
+def _default_factory(env: gym.Env) -> Callable[[], gym.Env] | None:
+    if env.spec is None:
+        return None
+    spec = env.spec
+    return lambda: gym.make(spec)
+
+
+def run_checks(
+    env: gym.Env,
+    *,
+    seed: int = 0,
+    factory: Callable[[], gym.Env] | None = None,
+    rules: Sequence[str] | None = None,
+) -> CheckReport:
+    """Apply every rule (or those named in ``rules``) to ``env`` and report each outcome.
+
+    A failing rule does not stop the others. When the env raises, the rule fails with the
+    exception and the place in the env's own code it came from (``RuleResult.where``); the
+    full traceback is kept in ``RuleResult.traceback``. ``factory`` builds a second instance
+    for the cross-instance checks (see :func:`check_env`).
     """
-    if factory is None and env.spec is not None:
-        spec = env.spec
-        factory = lambda: gym.make(spec)  # noqa: E731
-    check_gymnasium_api(env)
-    check_reset_determinism(env)
-    check_step_fuzz(env, seed=seed)
-    check_state_key(env, seed=seed, factory=factory)
-    check_snapshot_restore(env, seed=seed, factory=factory)
-    check_close(env)
+    if factory is None:
+        factory = _default_factory(env)
+    unknown = sorted(set(rules or ()) - {r.name for r in RULES})
+    if unknown:
+        raise ValueError(f"unknown rules {unknown}; the rules are {[r.name for r in RULES]}")
+    report = CheckReport()
+    for rule in RULES:
+        if rules is not None and rule.name not in rules:
+            continue
+        try:
+            rule.run(env, seed, factory)
+        except _Skip as skip:
+            report.results.append(RuleResult(rule.name, "skipped", str(skip), rule.description))
+        except ConformanceError as exc:
+            cause = exc.__cause__
+            where = env_raise_location(cause, env) if cause is not None else ""
+            tb = "".join(traceback.format_exception(cause)) if cause is not None else ""
+            report.results.append(
+                RuleResult(rule.name, "failed", str(exc), rule.description, where, tb)
+            )
+        except Exception as exc:
+            message = (
+                f"[{rule.name}] the env raised {type(exc).__name__}: {str(exc)[:300]}"
+                " (--traceback shows all of it)"
+            )
+            report.results.append(
+                RuleResult(
+                    rule.name,
+                    "failed",
+                    message,
+                    rule.description,
+                    env_raise_location(exc, env),
+                    "".join(traceback.format_exception(exc)),
+                )
+            )
+        else:
+            report.results.append(RuleResult(rule.name, "passed", "", rule.description))
+    return report
+
+
+def check_env(env: gym.Env, *, seed: int = 0, factory: Callable[[], gym.Env] | None = None) -> None:
+    """Run every single-agent conformance rule; raise one ConformanceError naming each failure.
+
+    ``factory`` is a zero-argument callable that builds a fresh, independent instance of the
+    same env (``lambda: gym.make("mylab/MyEnv-v0")`` or the class itself). The checks use it
+    to prove that state keys and snapshots do not depend on the instance: the same seed and
+    actions must give the same keys in a second env, and a snapshot must restore into it.
+    When omitted and ``env`` came from ``gym.make``, its spec builds the second instance;
+    otherwise the cross-instance parts are skipped.
+    """
+    report = run_checks(env, seed=seed, factory=factory)
+    if not report.ok:
+        names = ", ".join(r.rule for r in report.failed)
+        details = "\n".join(
+            r.message + (f" (at {r.where})" if r.where else "") for r in report.failed
+        )
+        raise ConformanceError(
+            f"{len(report.failed)} of {len(report.results)} conformance rules failed "
+            f"({names}):\n{details}"
+        )
 
 
 def check_multi_agent_env(env_or_factory: Any, *, num_cycles: int = 20) -> None:
