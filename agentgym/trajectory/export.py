@@ -8,6 +8,9 @@ tool-call markup included, which is what SFT should imitate) and each env feedba
 :func:`iter_rows` yields one flat dict per episode with a fixed set of keys and simple
 types, so ``datasets.Dataset.from_generator(lambda: iter_rows(path))`` works without this
 module importing ``datasets``.
+
+Both give valid UTF-8 text only: a lone surrogate a model emitted (kept exactly in the
+``.agtr`` file, see :mod:`.format`) becomes U+FFFD, as tokenizers and Arrow need.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agentgym.text import safe_text
 from agentgym.trajectory.images import StoredImage
 from agentgym.trajectory.reader import Episode, Problem, TrajectoryReader
 
@@ -77,16 +81,16 @@ def episode_messages(episode: Episode, *, images: str = "data_url") -> list[dict
 def _summary(ep: Episode) -> dict[str, Any]:
     start = ep.start or {}
     return {
-        "episode_id": ep.episode_id,
-        "env_id": ep.env_id or "",
-        "task_id": ep.task_id or "",
+        "episode_id": safe_text(ep.episode_id),
+        "env_id": safe_text(ep.env_id or ""),
+        "task_id": safe_text(ep.task_id or ""),
         "seed": -1 if ep.seed is None else int(ep.seed),
         "return": ep.return_,
         "success": ep.success,
         "length": ep.length,
         "complete": ep.complete,
         "termination": (ep.end or {}).get("termination", "incomplete"),
-        "tools_json": json.dumps(_jsonable(start.get("tools", []) or [])),
+        "tools_json": json.dumps(_jsonable(start.get("tools", []) or [])),  # ASCII
     }
 
 
@@ -106,11 +110,14 @@ def iter_rows(
         for ep in reader.episodes(**filters):
             row = _summary(ep)
             row["messages"] = [
-                {"role": str(m.get("role", "")), "content": str(m.get("content", ""))}
+                {
+                    "role": safe_text(str(m.get("role", ""))),
+                    "content": safe_text(str(m.get("content", ""))),
+                }
                 for m in episode_messages(ep, images="omit")
             ]
             row["rewards"] = ep.rewards
-            row["actions"] = [str(s.get("action", "")) for s in ep.steps]
+            row["actions"] = [safe_text(str(s.get("action", ""))) for s in ep.steps]
             pics: list[dict[str, bytes]] = []
             if include_images:
                 for frame in ([ep.start] if ep.start else []) + ep.steps:
@@ -160,7 +167,8 @@ def export_jsonl(
             row = _summary(ep)
             row["tools"] = json.loads(row.pop("tools_json"))
             row["messages"] = _jsonable(episode_messages(ep, images=images))
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            # Valid UTF-8 on every line: lone surrogates (kept in the .agtr file) -> U+FFFD.
+            f.write(safe_text(json.dumps(row, ensure_ascii=False)) + "\n")
             count += 1
         if problems is not None:
             problems.extend(reader.problems)

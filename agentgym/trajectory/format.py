@@ -17,13 +17,21 @@ docs/trajectory.md.
 
 numpy arrays travel as msgpack ext type :data:`EXT_NDARRAY` (dtype string, shape, raw
 C-order bytes). Observation images are stored as lossless PNG (see :mod:`.images`).
+
+Text with lone surrogates (a model's half emoji, ``"\\ud83d"``) has no UTF-8 form, so it
+cannot be a msgpack ``str``. Such a string travels as ext type :data:`EXT_TEXT` holding its
+UTF-8 bytes with the surrogates kept (Python's ``surrogatepass``), and reads back as the
+identical ``str``: a recorded action is replayed exactly as the model wrote it. Every msgpack
+``str`` in a file is therefore valid UTF-8.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import struct
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import msgpack
@@ -40,8 +48,8 @@ MAGIC = b"\x89AGTR\r\n\x1a"
 """8 bytes. The high byte and the CR/LF/^Z catch text-mode transfers, as in PNG."""
 SCHEMA_MAJOR = 1
 """Bumped on changes old readers cannot read; readers refuse a newer major."""
-SCHEMA_MINOR = 0
-"""Bumped on additions; readers ignore fields they do not know."""
+SCHEMA_MINOR = 1
+"""Bumped on additions; readers ignore fields they do not know. 1.1 added :data:`EXT_TEXT`."""
 PREAMBLE = struct.Struct("<8sHH")
 FRAME_MARK = b"\xa7AGF"
 FRAME_HEAD = struct.Struct("<4sIII")
@@ -51,6 +59,8 @@ _U32 = struct.Struct("<I")
 MAX_FRAME_BYTES = 512 * 1024 * 1024
 """A frame claiming more than this is treated as damage, never allocated."""
 EXT_NDARRAY = 1
+EXT_TEXT = 2
+"""A ``str`` with lone surrogates: its UTF-8 bytes, surrogates encoded as by ``surrogatepass``."""
 _ALLOWED_KINDS = frozenset("biufcSUV?")  # never object arrays ("O")
 
 
@@ -131,7 +141,38 @@ def _default_scalar(obj: Any) -> Any:
         return obj.item()
     if isinstance(obj, set | frozenset):
         return sorted(obj, key=repr)
-    return repr(obj)
+    return _lossless_text(repr(obj))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_MAX_NESTING = 512
+"""msgpack's own nesting limit; deeper values fail to pack either way."""
+
+
+def _lossless_text(text: str) -> Any:
+    """``text`` itself, or an :data:`EXT_TEXT` value when it holds lone surrogates."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return msgpack.ExtType(EXT_TEXT, text.encode("utf-8", "surrogatepass"))
+
+
+def _wrap_surrogate_text(obj: Any, depth: int = 0) -> Any:
+    """``obj`` with every string (map keys too) that holds lone surrogates made EXT_TEXT.
+
+    Runs only after a pack failed on such a string, so the common path costs nothing.
+    """
+    if isinstance(obj, str):
+        return _lossless_text(obj)
+    if depth > _MAX_NESTING:
+        return obj
+    if isinstance(obj, Mapping):
+        return {
+            _wrap_surrogate_text(k, depth + 1): _wrap_surrogate_text(v, depth + 1)
+            for k, v in obj.items()
+        }
+    if isinstance(obj, list | tuple):
+        return [_wrap_surrogate_text(v, depth + 1) for v in obj]
+    return obj
 
 
 _DTYPES: dict[str, np.dtype] = {}
@@ -150,6 +191,8 @@ def _dtype(dtype_str: str) -> np.dtype:
 
 
 def _ext_hook(code: int, data: bytes) -> Any:
+    if code == EXT_TEXT:
+        return data.decode("utf-8", "surrogatepass")
     if code != EXT_NDARRAY:
         return msgpack.ExtType(code, data)  # a newer writer's type: pass it through
     dtype_str, shape, raw = msgpack.unpackb(data, raw=False)
@@ -167,12 +210,23 @@ _local = threading.local()
 
 
 def pack(obj: Any) -> bytes:
-    """Encode one frame payload (a dict) as msgpack; numpy arrays become ext type 1."""
+    """Encode one frame payload (a dict) as msgpack; numpy arrays become ext type 1.
+
+    Strings with lone surrogates become ext type 2 (see the module docstring), so no string
+    a model can emit makes this raise.
+    """
     packer = getattr(_local, "packer", None)
     if packer is None:  # one Packer per thread: Packer objects are not thread-safe
         packer = _local.packer = msgpack.Packer(default=_default, use_bin_type=True)
     try:
         return packer.pack(obj)
+    except UnicodeEncodeError:  # a lone surrogate somewhere: the rare, slower path
+        packer.reset()
+    except BaseException:
+        packer.reset()
+        raise
+    try:
+        return packer.pack(_wrap_surrogate_text(obj))
     except BaseException:
         packer.reset()
         raise

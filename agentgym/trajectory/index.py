@@ -16,6 +16,7 @@ from typing import Any
 
 import msgpack
 
+from agentgym.trajectory import format as fmt
 from agentgym.trajectory.reader import TrajectoryReader
 
 INDEX_VERSION = 1
@@ -77,14 +78,13 @@ def build_index(path: str | os.PathLike[str], *, write: bool = True) -> list[dic
                     row["seed"] = frame.get("seed")
     out = list(rows.values())
     if write:
-        data = msgpack.packb(
+        data = fmt.pack(
             {
                 "version": INDEX_VERSION,
                 "file_size": size,
                 "fingerprint": [size, _fingerprint(path)[1]],
                 "episodes": out,
-            },
-            use_bin_type=True,
+            }
         )
         tmp = index_path(path).with_suffix(".idx.tmp")
         tmp.write_bytes(data)
@@ -106,7 +106,7 @@ def load_index(path: str | os.PathLike[str]) -> list[dict[str, Any]] | None:
     """The sidecar rows if an index exists and matches the file (size and header), else None."""
     ipath = index_path(path)
     try:
-        data = msgpack.unpackb(ipath.read_bytes(), raw=False, strict_map_key=False)
+        data = fmt.unpack(ipath.read_bytes())
         if (
             isinstance(data, dict)
             and data.get("version") == INDEX_VERSION

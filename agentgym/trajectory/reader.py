@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentgym.text import safe_text
 from agentgym.trajectory import format as fmt
 from agentgym.trajectory.images import StoredImage
 from agentgym.trajectory.schema import check_frame
@@ -424,7 +425,7 @@ def describe_problems(problems: list[Problem], limit: int = 10) -> str:
     lines += [f"  {p}" for p in problems[:limit]]
     if len(problems) > limit:
         lines.append(f"  ... and {len(problems) - limit} more")
-    return "\n".join(lines)
+    return safe_text("\n".join(lines))
 
 
 def open(path: str | os.PathLike[str]) -> TrajectoryReader:

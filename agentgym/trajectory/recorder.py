@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentgym.text import safe_text
 from agentgym.trajectory.images import PNG_COMPRESS_LEVEL, encode_image
 from agentgym.trajectory.writer import TrajectoryWriter
 
@@ -111,12 +112,13 @@ class Recorder:
 
     def _observation(self, obs: Any) -> dict[str, Any]:
         if not isinstance(obs, Mapping):
-            return {"text": str(obs), "images": []}
+            return {"text": safe_text(str(obs)), "images": []}
         raw_images = obs.get("images")
         images = (
             [encode_image(im, self.png_compress_level) for im in raw_images] if raw_images else []
         )
-        out = {"text": obs.get("text", ""), "images": images}
+        text = obs.get("text", "")
+        out = {"text": safe_text(text) if isinstance(text, str) else text, "images": images}
         for key, value in obs.items():  # a richer observation dict keeps its extra keys
             if key not in out:
                 out[key] = value
@@ -196,17 +198,12 @@ class Recorder:
         ep = self._open.get(episode_id)
         if ep is None:
             raise KeyError(f"episode {episode_id!r} is not open in this recorder")
-        ep.steps += 1
-        ep.ret += reward
-        sums = ep.components
-        for k, v in components.items():
-            sums[k] = sums.get(k, 0.0) + v
-        ep.terminated, ep.truncated = bool(terminated), bool(truncated)
-        if "success" in info:
-            ep.success = bool(info["success"])
-        index = ep.steps
+        index = ep.steps + 1
         if type(obs) is dict and len(obs) == 2 and "text" in obs and not obs.get("images", 1):
-            observation = {"text": obs.get("text", ""), "images": []}  # the common text case
+            text = obs.get("text", "")  # the common text case
+            if isinstance(text, str) and not text.isascii():
+                text = safe_text(text)
+            observation = {"text": text, "images": []}
         else:
             observation = self._observation(obs)
         model_output = None
@@ -243,6 +240,16 @@ class Recorder:
                 "error": info.get("error"),
             }
         )
+        # The totals count the step only now that it is in the file, so ``episode_end``
+        # never claims a step the file does not hold.
+        ep.steps = index
+        ep.ret += reward
+        sums = ep.components
+        for k, v in components.items():
+            sums[k] = sums.get(k, 0.0) + v
+        ep.terminated, ep.truncated = bool(terminated), bool(truncated)
+        if "success" in info:
+            ep.success = bool(info["success"])
 
     def end_episode(
         self,

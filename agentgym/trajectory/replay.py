@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
-import msgpack
 
+from agentgym.text import safe_text
+from agentgym.trajectory.format import pack
 from agentgym.trajectory.images import StoredImage, pixel_sha256
 from agentgym.trajectory.reader import Episode, Problem, TrajectoryReader
 
@@ -104,7 +105,7 @@ class ReplayReport:
             if self.episodes
             else "nothing to replay"
         )
-        return "\n".join(lines)
+        return safe_text("\n".join(lines))  # printable: valid UTF-8 whatever was recorded
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -162,6 +163,10 @@ def _image_sig(image: Any) -> tuple[tuple[int, ...], str]:
 def _compare_obs(step: int, recorded: Mapping[str, Any], live: Any) -> Divergence | None:
     live_text = live.get("text", "") if isinstance(live, Mapping) else str(live)
     rec_text = recorded.get("text", "")
+    # The recorder stores observation text as valid UTF-8 (lone surrogates -> U+FFFD), so
+    # an env that echoes a surrogate is compared in that same form.
+    if isinstance(live_text, str):
+        live_text = safe_text(live_text)
     if rec_text != live_text:
         return Divergence(
             step, "observation.text", rec_text, live_text, _text_diff(rec_text, live_text)
@@ -212,7 +217,7 @@ class _EnvCache:
         self._envs: dict[bytes, gym.Env] = {}
 
     def get(self, env_id: str, kwargs: Mapping[str, Any]) -> gym.Env:
-        key = msgpack.packb([env_id, kwargs], default=repr, use_bin_type=True)
+        key = pack([env_id, dict(kwargs)])
         if key not in self._envs:
             from agentgym.registry import get_record
 

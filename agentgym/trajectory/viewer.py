@@ -11,6 +11,9 @@ reward components with their weights, and errors.
 Screenshots are shown at their recorded resolution (one image pixel per screen pixel, never
 resampled, so page text stays legible) inside a scroll box of bounded height; a click
 switches one between that and fitting the column.
+
+The page is valid UTF-8: a lone surrogate recorded in a model output (kept in the ``.agtr``
+file, see :mod:`.format`) is shown as U+FFFD.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agentgym.text import safe_text
 from agentgym.trajectory.images import StoredImage
 from agentgym.trajectory.reader import Episode, Problem, TrajectoryReader
 
@@ -317,7 +321,7 @@ def iter_html(
     with TrajectoryReader(path) as reader:
         header = reader.header
         nav: list[str] = []
-        yield (
+        yield safe_text(
             "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>{_e(Path(path).name)} - agentgym trajectory</title>"
             "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
@@ -344,7 +348,7 @@ def iter_html(
                 f"<small>return {ep.return_:+.2f} &middot; {ep.length} steps &middot; "
                 f"{_e(ep.env_id)}</small></a>"
             )
-            yield _episode_html(ep, dom_id)
+            yield safe_text(_episode_html(ep, dom_id))  # lone surrogates: U+FFFD
         if problems is not None:
             problems.extend(reader.problems)
         problem_html = "".join(f"<div class='problems'>{_e(p)}</div>" for p in reader.problems)
@@ -353,7 +357,7 @@ def iter_html(
             f"{_e('.'.join(map(str, reader.schema)))}<br>created "
             f"{_e(header.get('created_at', '?'))}<br>{count} episodes"
         )
-        yield (
+        yield safe_text(
             f"</main><nav><h1>{_e(Path(path).name)}</h1><div class='meta'>{meta}</div>"
             f"{problem_html}{_NAV_TOOLS}<div id='eplist'>{''.join(nav)}</div></nav>"
             f"<script>{_JS}</script></body></html>"

@@ -120,7 +120,9 @@ def test_unknown_major_version_is_refused(sokoban_file: Path) -> None:
     data = bytearray(sokoban_file.read_bytes())
     data[8:10] = struct.pack("<H", fmt.SCHEMA_MAJOR + 1)
     sokoban_file.write_bytes(bytes(data))
-    with pytest.raises(trj.TrajectoryFormatError, match=r"schema 2\.0.*Upgrade agentgym"):
+    with pytest.raises(
+        trj.TrajectoryFormatError, match=rf"schema 2\.{fmt.SCHEMA_MINOR}.*Upgrade agentgym"
+    ):
         trj.open(sokoban_file)
 
 

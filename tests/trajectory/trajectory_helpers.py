@@ -123,3 +123,38 @@ def write_frames(path: Path, frames: Sequence[Mapping[str, Any]]) -> Path:
     parts += [fmt.frame_bytes(fmt.pack(dict(frame))) for frame in frames]
     path.write_bytes(b"".join(parts))
     return path
+
+
+ECHO_ID = "tests/Echo-v0"
+
+
+class EchoEnv(AgentEnv):
+    """Echoes the raw action back in the observation, lone surrogates and all.
+
+    It breaks the contract on purpose (observations must be valid UTF-8), to show what the
+    recorder stores when an env does.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"family": "tests", "render_modes": ["ansi"]}
+    default_reward_weights: ClassVar[Mapping[str, float]] = {"format": 0.1, "outcome": 1.0}
+    default_max_turns = 6
+
+    def task_ids(self, split: str | None = None) -> Sequence[str]:
+        return ["echo-0", "echo-1"] if (split or self.split) == "train" else ["echo-t"]
+
+    def _reset(self, task_id: str, options: Mapping[str, Any]) -> ResetOutcome:
+        self._turns = 0
+        return ResetOutcome(text="Say anything.", instruction="Say anything.")
+
+    def _step(self, action: ParsedAction) -> StepOutcome:
+        self._turns += 1
+        done = action.answer is not None
+        return StepOutcome(
+            text=f"you said: {action.raw}",
+            components={"outcome": float(done)},
+            terminated=done,
+            success=done,
+        )
+
+    def state_key(self) -> str:
+        return str(self._turns)
