@@ -3,7 +3,8 @@
 =================  ==========================================================================
 ids                ``agentgym/Visual{Doc,Chart,Table,Objects,Signs,Clock,Gauge,Geometry,Maze,Lines}-v0``
 kwargs             ``difficulty`` ("easy" | "medium" | "hard"), ``grounding_noise`` (0..1),
-                   ``max_calls_per_turn`` (1..8)
+                   ``max_calls_per_turn`` (1..8), ``ocr_turn_mpx`` / ``ocr_episode_mpx``
+                   (OCR budgets in megapixels read, default 4.5 / 9.0; None: off)
 action             tool calls ``<tool_call>{"name": "zoom", "arguments": {...}}</tool_call>``
                    (up to 4 per turn), then ``<answer>...</answer>``
 observation        text + images: the 640x480 view at reset, each tool's output image after

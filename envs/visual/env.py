@@ -27,6 +27,11 @@ from agentgym.tasks import SeededTaskSet, seeded_splits
 
 #: A located region earns step credit only if it is at most this share of the view's area.
 MAX_CREDIT_AREA = 0.25
+#: Default OCR budgets in megapixels handed to tesseract (about 0.5 s of CPU per MP). One
+#: call reads at most 4 MP, so a turn may read one whole page and an episode about two; the
+#: reference oracle reads under 0.05 MP an episode with tight boxes.
+OCR_TURN_MPX = 4.5
+OCR_EPISODE_MPX = 9.0
 #: Tools whose region counts as "looking closely" for the zoom step reward.
 LOOKING_TOOLS = frozenset({"zoom", "rotate", "enhance", "ocr"})
 
@@ -61,6 +66,8 @@ class VisualEnv(AgentEnv):
         difficulty: str = "medium",
         grounding_noise: float = 0.0,
         max_calls_per_turn: int = 4,
+        ocr_turn_mpx: float | None = OCR_TURN_MPX,
+        ocr_episode_mpx: float | None = OCR_EPISODE_MPX,
         split: str = "train",
         reward_weights: Mapping[str, float] | None = None,
         max_turns: int | None = None,
@@ -79,6 +86,12 @@ class VisualEnv(AgentEnv):
             raise InvalidConfigError(f"grounding_noise must be in [0, 1], got {grounding_noise}.")
         if not 1 <= max_calls_per_turn <= 8:
             raise InvalidConfigError(f"max_calls_per_turn must be 1..8, got {max_calls_per_turn}.")
+        budgets = {"ocr_turn_mpx": ocr_turn_mpx, "ocr_episode_mpx": ocr_episode_mpx}
+        for name, value in budgets.items():
+            if value is not None and not (isinstance(value, int | float) and 0 <= value < 1e6):
+                raise InvalidConfigError(
+                    f"{name} must be None or 0..1e6 megapixels, got {value!r}."
+                )
         super().__init__(
             split=split,
             reward_weights=reward_weights,
@@ -90,6 +103,9 @@ class VisualEnv(AgentEnv):
         self.difficulty = difficulty
         self.grounding_noise = float(grounding_noise)
         self.max_calls_per_turn = int(max_calls_per_turn)
+        self.ocr_turn_px = None if ocr_turn_mpx is None else round(ocr_turn_mpx * 1e6)
+        self.ocr_episode_px = None if ocr_episode_mpx is None else round(ocr_episode_mpx * 1e6)
+        self._ocr_spent = 0  # OCR pixels read this episode
         self._splits = seeded_splits(f"visual-{task_type}-{difficulty}")
         self._scene: Scene | None = None
         self._scene_task: str | None = None
@@ -132,6 +148,7 @@ class VisualEnv(AgentEnv):
         self._ground_text = {}
         self._used_tool = False
         self._measured = ""
+        self._ocr_spent = 0
         width, height = scene.view_size
         instruction = f"{scene.question} {scene.hint}".strip()
         text = (
@@ -167,6 +184,7 @@ class VisualEnv(AgentEnv):
         system_errors: list[str] = []
         lines: list[str] = []
         images: list[np.ndarray] = []
+        turn_spent = 0
         if action.answer is not None and calls:
             lines.append("An answer ends the episode; the tool calls of this turn were not run.")
             calls = []
@@ -179,8 +197,19 @@ class VisualEnv(AgentEnv):
                 continue
             self._calls.add(key)
             result = run_tool(
-                scene, call.name, call.arguments, noise=self.grounding_noise, seed=scene.seed
+                scene,
+                call.name,
+                call.arguments,
+                noise=self.grounding_noise,
+                seed=scene.seed,
+                ocr_budget_px=self._ocr_left(turn_spent),
             )
+            turn_spent += result.cost
+            self._ocr_spent += result.cost
+            if result.over_budget:  # not run, so neither penalised nor counted as made
+                self._calls.discard(key)
+                lines.append(prefix + result.text)
+                continue
             if not result.ok:
                 problems.append(str(result.error))
                 continue
@@ -223,6 +252,18 @@ class VisualEnv(AgentEnv):
             error="\n".join(problems) if problems else None,
             info={"system_error": system_errors[0]} if system_errors else {},
         )
+
+    def _ocr_left(self, turn_spent: int) -> int | None:
+        """OCR pixels this call may still read (the tighter of the turn and episode budgets)."""
+        left = [
+            budget - spent
+            for budget, spent in (
+                (self.ocr_turn_px, turn_spent),
+                (self.ocr_episode_px, self._ocr_spent),
+            )
+            if budget is not None
+        ]
+        return min(left) if left else None
 
     def _credit(
         self, name: str, args: Mapping[str, Any], result: ToolResult, comps: dict[str, float]
@@ -272,12 +313,14 @@ class VisualEnv(AgentEnv):
             dict(self._ground_text),
             self._used_tool,
             self._measured,
+            self._ocr_spent,
         )
 
     def _native_restore(self, native: Any) -> None:
         assert self._task_id is not None
         self._load_scene(self._task_id)
-        calls, self._zoomed, ocr_read, ground_text, self._used_tool, self._measured = native
+        calls, self._zoomed, ocr_read, ground_text, self._used_tool, self._measured = native[:6]
+        self._ocr_spent = native[6]
         self._calls = set(calls)
         self._ocr_read = dict(ocr_read)
         self._ground_text = dict(ground_text)

@@ -72,13 +72,12 @@ def tesseract_version() -> str:
         ) from exc
 
 
-def read_text(image: Image.Image) -> str:
-    """The text tesseract reads in ``image``, whitespace-normalised per line."""
-    import pytesseract
+def fit_for_tesseract(image: Image.Image) -> Image.Image:
+    """What tesseract is given for ``image``: grey, scaled into range, with a white margin.
 
-    tesseract_version()
-    # crops are small: one OpenMP thread is faster than several fighting over the cores
-    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+    Its pixel count is what one OCR call costs (tesseract's time grows with it), which is how
+    the visual envs meter OCR (:func:`ocr_cost`) without timing anything.
+    """
     img = image.convert("L")
     if img.height < MIN_HEIGHT:
         factor = MIN_HEIGHT / max(1, img.height)
@@ -89,6 +88,25 @@ def read_text(image: Image.Image) -> str:
     # a white margin helps tesseract find text that touches the crop's edge
     framed = Image.new("L", (img.width + 20, img.height + 20), 255)
     framed.paste(img, (10, 10))
+    return framed
+
+
+def ocr_cost(fitted: Image.Image) -> int:
+    """The cost of OCR on an image from :func:`fit_for_tesseract`: its number of pixels."""
+    return fitted.width * fitted.height
+
+
+def read_text(image: Image.Image, *, fitted: bool = False) -> str:
+    """The text tesseract reads in ``image``, whitespace-normalised per line.
+
+    ``fitted=True`` says ``image`` already came from :func:`fit_for_tesseract`.
+    """
+    import pytesseract
+
+    tesseract_version()
+    # crops are small: one OpenMP thread is faster than several fighting over the cores
+    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+    framed = image if fitted else fit_for_tesseract(image)
     try:
         raw = pytesseract.image_to_string(framed, config=TESSERACT_CONFIG, timeout=TIMEOUT_S)
     except RuntimeError as exc:  # pytesseract raises RuntimeError on timeout

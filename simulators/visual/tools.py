@@ -21,7 +21,13 @@ from typing import Any
 
 import numpy as np
 from agentgym.simulators.visual.calc import CalcError, calculate
-from agentgym.simulators.visual.ocr import OcrError, OcrUnavailableError, read_text
+from agentgym.simulators.visual.ocr import (
+    OcrError,
+    OcrUnavailableError,
+    fit_for_tesseract,
+    ocr_cost,
+    read_text,
+)
 from agentgym.simulators.visual.scene import Box, Scene
 from PIL import Image, ImageDraw, ImageEnhance, ImageFilter, ImageOps
 
@@ -80,6 +86,8 @@ class ToolResult:
     error: str | None = None
     region: Box | None = None  # the view box the call looked at, after clipping
     system_error: str | None = None  # the host cannot run this tool (not the agent's fault)
+    cost: int = 0  # OCR pixels handed to tesseract (what an OCR budget meters)
+    over_budget: bool = False  # not run: it would cost more than the budget left
 
     @property
     def ok(self) -> bool:
@@ -347,12 +355,33 @@ def prepare_for_ocr(crop: Image.Image, angle: float, enhance: bool) -> Image.Ima
     return img
 
 
-def ocr(scene: Scene, box: Sequence[Any], angle: Any = 0.0, enhance: Any = False) -> ToolResult:
+def ocr(
+    scene: Scene,
+    box: Sequence[Any],
+    angle: Any = 0.0,
+    enhance: Any = False,
+    budget_px: int | None = None,
+) -> ToolResult:
+    """Tesseract on a region; refused (``over_budget``) when it would cost over ``budget_px``.
+
+    The cost is the pixel count handed to tesseract (:func:`~.ocr.ocr_cost`), known before
+    tesseract runs, so a budget bounds OCR time without timing anything (deterministic).
+    """
     region, note = view_box(scene, box)
     turn = _finite(angle, "angle") if angle is not None else 0.0
     crop = _source_crop(scene, region)
+    fitted = fit_for_tesseract(prepare_for_ocr(crop, turn % 360.0, bool(enhance)))
+    cost = ocr_cost(fitted)
+    if budget_px is not None and cost > budget_px:
+        text = (
+            f"ocr of {_fmt_box(region)} was not run: it would read {cost / 1e6:.2f} MP, more "
+            f"than the {max(0, budget_px) / 1e6:.2f} MP left in the OCR budget"
+            f"{' (spent)' if budget_px <= 0 else ''}. OCR a tighter box around the text (OCR "
+            "time grows with the pixels read), or use the text you already have."
+        )
+        return ToolResult(text, region=region, over_budget=True)
     try:
-        text = read_text(prepare_for_ocr(crop, turn % 360.0, bool(enhance)))
+        text = read_text(fitted, fitted=True)
     except OcrUnavailableError as exc:
         message = f"OCR is not installed on this host ({exc})"
         return ToolResult(f"ocr could not run: {message}. This is not your mistake.",
@@ -360,7 +389,7 @@ def ocr(scene: Scene, box: Sequence[Any], angle: Any = 0.0, enhance: Any = False
     except OcrError as exc:
         raise ToolError(f"OCR is unavailable: {exc}") from None
     body = text if text else "(no text found)"
-    return ToolResult(f"OCR of {_fmt_box(region)}{note}:\n{body}", region=region)
+    return ToolResult(f"OCR of {_fmt_box(region)}{note}:\n{body}", region=region, cost=cost)
 
 
 def _tokens(text: str) -> list[str]:
@@ -583,9 +612,19 @@ IMPLEMENTATIONS: Mapping[str, Callable[..., ToolResult]] = {
 
 
 def run_tool(
-    scene: Scene, name: str, arguments: Mapping[str, Any], *, noise: float = 0.0, seed: int = 0
+    scene: Scene,
+    name: str,
+    arguments: Mapping[str, Any],
+    *,
+    noise: float = 0.0,
+    seed: int = 0,
+    ocr_budget_px: int | None = None,
 ) -> ToolResult:
-    """Run one tool; bad arguments come back as ``ToolResult.error``, never as an exception."""
+    """Run one tool; bad arguments come back as ``ToolResult.error``, never as an exception.
+
+    ``ocr_budget_px`` is the OCR left to spend (pixels; None: unlimited): an ``ocr`` call
+    that would read more is not run and says so (``over_budget``).
+    """
     fn = IMPLEMENTATIONS.get(name)
     if fn is None:
         return ToolResult(
@@ -594,6 +633,9 @@ def run_tool(
     kwargs = dict(arguments)
     if name == "ground":
         kwargs.update(noise=noise, seed=seed)
+    if name == "ocr":
+        kwargs.pop("budget_px", None)  # not the model's to set
+        kwargs["budget_px"] = ocr_budget_px
     try:
         return fn(scene, **kwargs)
     except ToolError as exc:
