@@ -47,6 +47,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "ANSWER_TOOL",
     "ANSWER_TOOL_NOTE",
+    "MAX_JSON_DEPTH",
     "ParsedAction",
     "Tool",
     "ToolCall",
@@ -63,6 +64,62 @@ __all__ = [
 _QUOTE_LIMIT = 80
 
 _FENCE_RE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of arrays and objects a tool call may have (the call object counts as 1).
+
+Checked before ``json.loads`` by a scan that does not recurse, so the answer never depends on
+how deep in the stack the caller is: ``json.loads``, schema validation and copies recurse
+once per level, and a call 985 levels deep used to parse from a script, fail from a thread
+600 frames deeper, and raise ``RecursionError`` near the interpreter's limit. 64 levels
+leave those steps far inside any recursion limit; real tool arguments need a handful.
+"""
+
+#: A JSON string (skipped whole, escapes included) or one bracket.
+_JSON_TOKEN_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def _json_too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when the JSON ``text`` nests arrays/objects more than ``limit`` levels deep.
+
+    Iterative: the same answer at any stack depth. Brackets inside strings do not count.
+    """
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for match in _JSON_TOKEN_RE.finditer(text):
+        char = match.group()[0]
+        if char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif char in "]}":
+            depth = max(0, depth - 1)
+    return False
+
+
+def _value_too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Like :func:`_json_too_deep` for a decoded value (dicts, lists, tuples), iteratively."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _too_deep_error(where: str) -> str:
+    return (
+        f"{where}: JSON nested more than {MAX_JSON_DEPTH} levels deep; "
+        "tool arguments must be flatter."
+    )
 
 
 @dataclass(frozen=True)
@@ -214,6 +271,8 @@ def _schema_error(tool: Tool, arguments: dict[str, Any], *, json_typed: bool) ->
 def _check_call(
     obj: Any, tools_by_name: Mapping[str, Tool], where: str, *, json_typed: bool = False
 ) -> tuple[ToolCall | None, str | None]:
+    if not json_typed and _value_too_deep(obj):  # structured calls from adapters
+        return None, _too_deep_error(where)
     if not isinstance(obj, dict):
         return None, (
             f"{where}: expected a JSON object like "
@@ -226,6 +285,8 @@ def _check_call(
     args: Any = obj.get("arguments", obj.get("parameters", {}))
     if isinstance(args, str):
         json_typed = True
+        if _json_too_deep(args, MAX_JSON_DEPTH - 1):  # one level below the call object
+            return None, _too_deep_error(where)
         try:
             args = json.loads(args) if args.strip() else {}
         except (ValueError, RecursionError) as exc:
@@ -292,10 +353,13 @@ def _parse_text(text: str, tools: Sequence[Tool], max_calls: int) -> ParsedActio
         if not payload:
             errors.append(f"{where}: empty <tool_call> block.")
             continue
+        if _json_too_deep(payload):
+            errors.append(_too_deep_error(where))
+            continue
         try:
             obj = json.loads(payload)
-        except RecursionError:
-            errors.append(f"{where}: JSON nested too deeply.")
+        except RecursionError:  # only when the caller is already near the recursion limit
+            errors.append(_too_deep_error(where))
             continue
         except ValueError as exc:
             errors.append(f"{where}: invalid JSON ({exc}).")
