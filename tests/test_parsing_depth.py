@@ -16,6 +16,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from agentgym.wrappers import Record
 
 import agentgym  # noqa: F401
 from agentgym.parsing import (
@@ -25,7 +26,6 @@ from agentgym.parsing import (
     parse_openai_tool_calls,
 )
 from agentgym.trajectory import replay
-from agentgym.wrappers import Record
 
 MOVE = Tool(
     "move",
