@@ -7,6 +7,10 @@ Tests read what was asked (:attr:`FakeOpenAI.requests`), how many requests were 
 at once (:attr:`FakeOpenAI.max_in_flight`), and can queue error statuses to answer first
 (:attr:`FakeOpenAI.statuses`). The ``fake_openai`` fixture in ``tests/conftest.py`` starts
 one per test.
+
+``python -m tests.fake_openai --port P --content TEXT --log FILE`` runs one in the foreground
+that replies ``TEXT`` to every request and appends each request body to ``FILE`` (JSON lines):
+the docs test starts it in place of the model server a page tells the reader to run.
 """
 
 from __future__ import annotations
@@ -44,9 +48,10 @@ class FakeOpenAI:
     Args:
         reply: Builds the assistant message from a request body.
         delay_s: Seconds each reply waits, so concurrent requests overlap measurably.
+        port: The port on 127.0.0.1 (0: any free one).
     """
 
-    def __init__(self, reply: Reply = move_up_or_echo, delay_s: float = 0.0):
+    def __init__(self, reply: Reply = move_up_or_echo, delay_s: float = 0.0, port: int = 0):
         self.reply = reply
         self.delay_s = delay_s
         self.requests: list[tuple[str, str | None, dict[str, Any]]] = []
@@ -55,7 +60,7 @@ class FakeOpenAI:
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -121,3 +126,25 @@ class FakeOpenAI:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def _serve_forever() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A stand-in OpenAI-compatible server.")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--content", required=True, help="the assistant's reply to every request")
+    parser.add_argument("--log", required=True, help="append each request body here (JSONL)")
+    args = parser.parse_args()
+
+    def reply(body: dict[str, Any]) -> dict[str, Any]:
+        with open(args.log, "a") as log:
+            log.write(json.dumps(body) + "\n")
+        return {"role": "assistant", "content": args.content}
+
+    with FakeOpenAI(reply, port=args.port) as server:
+        server._thread.join()
+
+
+if __name__ == "__main__":
+    _serve_forever()
