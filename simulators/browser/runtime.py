@@ -455,6 +455,12 @@ class BrowserRuntime:
         self._closed = True
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5.0)
+        if not self._thread.is_alive():
+            # a stopped loop still holds its self-pipe sockets: close it, or interpreter exit
+            # warns "unclosed event loop" (ResourceWarning) after any web env
+            with contextlib.suppress(Exception):
+                self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.close()
         if self._launcher is not None:
             self._launcher.cleanup()
 
