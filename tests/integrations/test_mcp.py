@@ -1,0 +1,427 @@
+"""MCP: env tools served with the official ``mcp`` SDK, driven by the SDK's own client.
+
+Each family is played to the end with its oracle, once over MCP and once on a local mirror
+env with the same seed: the tool results must be the mirror's observations, rewards and
+flags, step for step. Transports: stdio (``agentgym mcp ID`` as a subprocess) and
+streamable HTTP on 127.0.0.1 (in-process server threads, and the CLI's ``--transport http``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import io
+import json
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+mcp = pytest.importorskip("mcp")
+
+import httpx  # noqa: E402
+from mcp import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from agentgym.integrations.mcp import META_KEY, build_server, http_app  # noqa: E402
+from agentgym.integrations.session import TextSession  # noqa: E402
+from agentgym.server import ServerThread  # noqa: E402
+
+SOKOBAN = "agentgym/Sokoban-Tiny-v0"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+# ---- helpers ----------------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def stdio_session(env_id: str) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "agentgym", "mcp", env_id])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+@contextlib.asynccontextmanager
+async def http_session(url: str) -> AsyncIterator[ClientSession]:
+    async with (
+        streamable_http_client(url) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+@contextlib.contextmanager
+def http_server(env_id: str) -> Iterator[str]:
+    """An in-process MCP server for ``env_id`` on a free 127.0.0.1 port; yields its URL."""
+    with ServerThread(http_app(build_server(env_id))) as srv:
+        yield f"{srv.url}/mcp"
+
+
+def _texts(result: Any) -> str:
+    return "\n".join(c.text for c in result.content if c.type == "text")
+
+
+def _images(result: Any) -> list[np.ndarray]:
+    out = []
+    for c in result.content:
+        if c.type == "image":
+            assert c.mime_type == "image/png"
+            raw = base64.b64decode(c.data, validate=True)
+            assert raw.startswith(PNG_MAGIC)
+            out.append(np.asarray(Image.open(io.BytesIO(raw)).convert("RGB")))
+    return out
+
+
+def _as_call(action: str) -> tuple[str, dict[str, Any]]:
+    """An oracle's text action as an MCP tool call (``<answer>`` -> the ``answer`` tool)."""
+    answer = re.fullmatch(r"\s*<answer>(.*)</answer>\s*", action, re.S)
+    if answer:
+        return "answer", {"answer": answer.group(1)}
+    call = re.fullmatch(r"\s*<tool_call>(.*)</tool_call>\s*", action, re.S)
+    assert call, f"oracle action is not one call: {action!r}"
+    payload = json.loads(call.group(1))
+    return payload["name"], payload["arguments"]
+
+
+def _observation_text(message: dict[str, Any]) -> str:
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return "\n".join(p["text"] for p in content if p.get("type") == "text" and p["text"])
+
+
+def _observation_images(message: dict[str, Any]) -> list[np.ndarray]:
+    content = message["content"]
+    if isinstance(content, str):
+        return []
+    return [p["image"] for p in content if p.get("type") == "image"]
+
+
+async def play_oracle(session: ClientSession, env_id: str, seed: int) -> int:
+    """Play ``env_id``'s oracle over MCP and on a mirror env; assert they agree; return steps."""
+    mirror = TextSession(env_id, answer_tool=None, image_format="array", feedback_role="tool")
+    try:
+        start = mirror.reset(seed=seed)
+        listed = {t.name: t.input_schema for t in (await session.list_tools()).tools}
+        assert set(listed) == {"reset"} | {t["function"]["name"] for t in start.tools}
+        for tool in start.tools:
+            assert listed[tool["function"]["name"]] == tool["function"]["parameters"]
+
+        opened = await session.call_tool("reset", {"seed": seed})
+        assert not opened.is_error
+        meta = opened.meta[META_KEY]
+        assert meta["task_id"] == start.info["task_id"]
+        assert _texts(opened) == "\n".join(
+            [start.info["system_prompt"], _observation_text(start.messages[-1])]
+        )
+        for got, want in zip(_images(opened), _observation_images(start.messages[-1]), strict=True):
+            np.testing.assert_array_equal(got, want)
+
+        steps = 0
+        while not mirror.done:
+            action = mirror.env.unwrapped.oracle_action()
+            name, arguments = _as_call(action)
+            result = await session.call_tool(name, arguments)
+            want = mirror.step(
+                {
+                    "content": "",
+                    "tool_calls": [
+                        {
+                            "id": "x",
+                            "type": "function",
+                            "function": {"name": name, "arguments": arguments},
+                        }
+                    ],
+                }
+            )
+            steps += 1
+            meta = result.meta[META_KEY]
+            assert result.is_error is False, _texts(result)
+            assert _texts(result) == _observation_text(want.messages[-1])
+            got_images = _images(result)
+            want_images = _observation_images(want.messages[-1])
+            assert len(got_images) == len(want_images)
+            for got, exp in zip(got_images, want_images, strict=True):
+                assert got.shape == exp.shape
+                np.testing.assert_array_equal(got, exp)
+            assert meta["reward"] == pytest.approx(want.reward)
+            assert meta["reward_components"] == pytest.approx(want.info["reward_components"])
+            assert (meta["terminated"], meta["truncated"]) == (want.terminated, want.truncated)
+            assert meta["info"]["state_key"] == want.info["state_key"]
+            assert steps <= 40, "the oracle did not finish"
+        assert meta["success"] is True and mirror.success
+        ended = await session.call_tool(name, arguments)
+        assert ended.is_error and "ended" in _texts(ended)
+        return steps
+    finally:
+        mirror.close()
+
+
+# ---- stdio ------------------------------------------------------------------------------------
+
+
+def test_stdio_sokoban_plays_like_the_env_and_reports_errors_as_tool_errors():
+    async def main() -> None:
+        async with stdio_session(SOKOBAN) as session:
+            early = await session.call_tool("move", {"direction": "up"})
+            assert early.is_error and "reset" in _texts(early)
+            assert await play_oracle(session, SOKOBAN, seed=0) == 2
+
+            await session.call_tool("reset", {"seed": 0})
+            unknown = await session.call_tool("mvoe", {"direction": "up"})
+            assert unknown.is_error and "mvoe" in _texts(unknown)
+            assert unknown.meta[META_KEY]["reward_components"]["format"] == -1.0
+            bad = await session.call_tool("move", {"direction": "diagonal"})
+            assert bad.is_error and bad.meta[META_KEY]["action_valid"] is False
+            wrong_type = await session.call_tool("move", {"direction": 7})
+            assert wrong_type.is_error
+            bad_seed = await session.call_tool("reset", {"seed": "zero"})
+            assert bad_seed.is_error and "seed" in _texts(bad_seed)
+            bad_task = await session.call_tool("reset", {"task_id": "no-such-task"})
+            assert bad_task.is_error and "reset failed" in _texts(bad_task)
+            after = await session.call_tool("move", {"direction": "up"})
+            assert after.is_error and "reset" in _texts(after)  # a failed reset needs a new one
+            again = await session.call_tool("reset", {"seed": 0})
+            assert not again.is_error
+
+    asyncio.run(main())
+
+
+def test_stdio_visual_images_are_png_image_content_of_the_observed_size():
+    env_id = "agentgym/VisualClock-v0"
+
+    async def main() -> None:
+        async with stdio_session(env_id) as session:
+            await play_oracle(session, env_id, seed=0)
+            opened = await session.call_tool("reset", {"seed": 3})
+            (image,) = _images(opened)
+            mirror = TextSession(env_id, image_format="array")
+            try:
+                want = mirror.reset(seed=3).messages[-1]["content"][0]["image"]
+            finally:
+                mirror.close()
+            assert image.shape == want.shape and image.shape[2] == 3
+            np.testing.assert_array_equal(image, want)
+
+    asyncio.run(main())
+
+
+# ---- streamable HTTP --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "env_id",
+    ["agentgym/CodeMath-L1-v0", "agentgym/UserTwentyQuestions-v0", "agentgym/WebShopText-v0"],
+)
+def test_http_families_play_like_the_env(env_id):
+    async def main() -> None:
+        with http_server(env_id) as url:
+            async with http_session(url) as session:
+                await play_oracle(session, env_id, seed=0)
+
+    asyncio.run(main())
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cli_http_url() -> Iterator[str]:
+    """``agentgym mcp SOKOBAN --transport http --port P`` as a subprocess; yields its URL."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agentgym",
+            "mcp",
+            SOKOBAN,
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()  # printed once the env is built, before uvicorn starts
+        assert f"127.0.0.1:{port}/mcp" in line, line
+        url = f"http://127.0.0.1:{port}/mcp"
+        with httpx.Client() as client:
+            for _ in range(500):  # wait until uvicorn accepts connections
+                if proc.poll() is not None:
+                    raise AssertionError(f"server exited: {proc.stderr.read()}")
+                with contextlib.suppress(httpx.TransportError):
+                    client.get(url, timeout=1.0)
+                    break
+            else:
+                raise AssertionError("server never accepted a connection")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_two_sessions_at_once_are_isolated(cli_http_url):
+    """Two clients step one server concurrently; each sees only its own env."""
+
+    async def play(url: str, moves: list[str], seed: int) -> list[Any]:
+        async with http_session(url) as session:
+            await session.call_tool("reset", {"seed": seed})
+            out = []
+            for move in moves:
+                out.append((await session.call_tool("move", {"direction": move})).meta[META_KEY])
+                await asyncio.sleep(0)  # let the other session's call interleave
+            return out
+
+    def local(moves: list[str], seed: int) -> list[tuple[str, float, bool]]:
+        s = TextSession(SOKOBAN)
+        s.reset(seed=seed)
+        from agentgym.parsing import render_tool_call
+
+        out = []
+        for m in moves:
+            t = s.step(render_tool_call("move", {"direction": m}))
+            out.append((t.info["state_key"], t.reward, t.terminated))
+        s.close()
+        return out
+
+    a_moves, b_moves = ["up", "left"], ["left", "left", "up", "right"]
+
+    async def main() -> None:
+        a, b = await asyncio.gather(play(cli_http_url, a_moves, 0), play(cli_http_url, b_moves, 0))
+        assert [(m["info"]["state_key"], m["reward"], m["terminated"]) for m in a] == local(
+            a_moves, 0
+        )
+        assert [(m["info"]["state_key"], m["reward"], m["terminated"]) for m in b] == local(
+            b_moves, 0
+        )
+        assert a[-1]["success"] is True and b[-1]["terminated"] is False
+
+    asyncio.run(main())
+
+
+def test_default_client_falls_back_to_a_session(cli_http_url):
+    """``mcp.Client`` in its default ``mode="auto"`` gets a session (and so an env)."""
+
+    async def main() -> None:
+        async with mcp.Client(cli_http_url) as client:
+            await client.call_tool("reset", {"seed": 0})
+            moved = await client.call_tool("move", {"direction": "up"})
+            assert moved.is_error is False and "You moved up." in _texts(moved)
+
+    asyncio.run(main())
+
+
+def test_lone_surrogates_reach_the_env_as_data_and_come_back_as_valid_text():
+    """In process (``mcp.Client(server)``, no JSON on the way) model strings reach the env as is."""
+
+    def utf8(result: Any) -> str:
+        text = _texts(result)
+        text.encode("utf-8")  # raises on a lone surrogate
+        json.dumps(result.meta or {}, ensure_ascii=False).encode("utf-8")
+        return text
+
+    async def main() -> None:
+        async with mcp.Client(build_server(SOKOBAN), mode="legacy") as client:
+            await client.call_tool("reset", {"seed": 0})
+            bad_value = await client.call_tool("move", {"direction": "\ud800"})
+            assert bad_value.is_error and "is not one of" in utf8(bad_value)
+            assert bad_value.meta[META_KEY]["reward_components"]["format"] == -1.0
+            bad_name = await client.call_tool("mo\ud800ve", {"dir\udfff": "up"})
+            assert bad_name.is_error and "unknown tool" in utf8(bad_name)
+            bad_task = await client.call_tool("reset", {"task_id": "\udfff"})
+            assert bad_task.is_error and "reset failed" in utf8(bad_task)
+            await client.call_tool("reset", {"seed": 0})
+            moved = await client.call_tool("move", {"direction": "up"})
+            assert moved.is_error is False and "You moved up." in utf8(moved)
+
+    asyncio.run(main())
+
+
+def test_undecodable_json_gets_a_parse_error_and_the_session_lives_on(cli_http_url):
+    """A lone-surrogate JSON escape (the SDK client cannot even send one) is refused, not fatal."""
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+    def post(client: httpx.Client, body: bytes) -> httpx.Response:
+        return client.post(cli_http_url, content=body, headers=headers)
+
+    def data(response: httpx.Response) -> dict[str, Any]:
+        (line,) = [ln[5:] for ln in response.text.splitlines() if ln.startswith("data:")]
+        return json.loads(line)
+
+    with httpx.Client(timeout=30) as client:
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        }
+        opened = post(client, json.dumps(init).encode())
+        headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
+        headers["MCP-Protocol-Version"] = "2025-11-25"
+        post(client, b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        call = (
+            b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":%s}}'
+        )
+        assert data(post(client, call % (2, b"reset", b'{"seed":0}')))["result"]["isError"] is False
+        refused = post(client, call % (3, b"move", rb'{"direction":"\ud800"}'))
+        assert refused.status_code == 400 and refused.json()["error"]["code"] == -32700
+        moved = data(post(client, call % (4, b"move", b'{"direction":"up"}')))["result"]
+        assert moved["isError"] is False and "You moved up." in moved["content"][0]["text"]
+
+
+def test_each_session_closes_its_env_when_it_ends(monkeypatch):
+    closed: list[str] = []
+    original = TextSession.close
+
+    def close(self: TextSession) -> None:
+        closed.append(self.info.get("task_id", "probe"))
+        original(self)
+
+    monkeypatch.setattr(TextSession, "close", close)
+    server = build_server(SOKOBAN)
+    closed.clear()  # the probe env that read the tool schemas
+
+    async def main() -> None:
+        for seed in (0, 1):
+            async with mcp.Client(server, mode="legacy") as client:
+                opened = await client.call_tool("reset", {"seed": seed})
+                task_id = opened.meta[META_KEY]["task_id"]
+                assert len(closed) == seed  # only earlier sessions' envs are closed
+            assert closed[-1] == task_id
+        async with mcp.Client(server, mode="legacy") as client:
+            await client.list_tools()  # a session that never reset built no env
+
+    asyncio.run(main())
+    assert len(closed) == 2
+
+
+def test_cli_mistakes_are_one_line_errors(capsys):
+    from agentgym.cli import main
+
+    assert main(["mcp", "agentgym/Nope-v0"]) == 2
+    assert "Did you mean" in capsys.readouterr().err
+    assert main(["mcp", SOKOBAN, "--env-kwargs", '{"bogus": 1}']) == 2
+    assert "bogus" in capsys.readouterr().err
+    assert main(["mcp", "agentgym/Negotiation-v0"]) == 2
+    assert "multi-agent" in capsys.readouterr().err
