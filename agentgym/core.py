@@ -132,6 +132,9 @@ class AgentEnv(gym.Env[Observation, str]):
     #: True for envs whose episode ends with an ``<answer>`` in the turn's text (not with a
     #: tool of their own); only these take ``answer_tool=True``.
     answers_in_text: ClassVar[bool] = False
+    #: The split names ``split=`` accepts; ``train`` and ``test`` at least. Families with
+    #: more held-out sets (seen and unseen layouts, a validation set) list them here.
+    splits: ClassVar[tuple[str, ...]] = SPLITS
 
     def __init__(
         self,
@@ -143,8 +146,8 @@ class AgentEnv(gym.Env[Observation, str]):
         max_text_length: int = 1 << 20,
         answer_tool: bool = False,
     ):
-        if split not in SPLITS:
-            raise InvalidConfigError(f"split must be one of {SPLITS}, got {split!r}.")
+        if split not in self.splits:
+            raise InvalidConfigError(f"split must be one of {self.splits}, got {split!r}.")
         weights = dict(self.default_reward_weights)
         for name, value in (reward_weights or {}).items():
             if name not in weights:
@@ -251,7 +254,7 @@ class AgentEnv(gym.Env[Observation, str]):
         if task_id is None:
             task_id = drawn
         elif task_id not in ids:
-            other = [s for s in SPLITS if s != self.split and task_id in self.task_ids(s)]
+            other = [s for s in self.splits if s != self.split and task_id in self.task_ids(s)]
             where = f" It belongs to split {other[0]!r}." if other else ""
             raise UnknownTaskError(
                 f"{type(self).__name__} (split {self.split!r}) has no task {task_id!r}.{where} "
