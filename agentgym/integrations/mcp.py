@@ -292,14 +292,13 @@ class _EnvTools:
         seed, task_id, problem = _reset_args(arguments)
         if problem:
             return _error(problem)
-        if episode.session is None:
-            episode.session = await anyio.to_thread.run_sync(self._new_session)
-        session = episode.session
+        options = {"task_id": task_id} if task_id else None
         try:
-            start = await anyio.to_thread.run_sync(
-                lambda: session.reset(seed=seed, options={"task_id": task_id} if task_id else None)
-            )
+            if episode.session is None:
+                episode.session = await anyio.to_thread.run_sync(self._new_session)
+            start = await anyio.to_thread.run_sync(episode.session.reset, seed, options)
         except Exception as exc:  # an unknown task id, a broken simulator: the client is told
+            logger.info("%s: reset(seed=%r, task_id=%r) failed", self.env_id, seed, task_id)
             episode.needs_reset = True
             return _error(f"reset failed: {type(exc).__name__}: {exc}")
         episode.needs_reset = False

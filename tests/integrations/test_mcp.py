@@ -317,13 +317,22 @@ def test_two_sessions_at_once_are_isolated(cli_http_url):
 
 
 def test_default_client_falls_back_to_a_session(cli_http_url):
-    """``mcp.Client`` in its default ``mode="auto"`` gets a session (and so an env)."""
+    """``mcp.Client`` in its default ``mode="auto"`` gets a session (and so an env).
+
+    A client pinned to the stateless 2026-07-28 revision is told why it cannot play.
+    """
 
     async def main() -> None:
         async with mcp.Client(cli_http_url) as client:
+            assert client.protocol_version == "2025-11-25"
             await client.call_tool("reset", {"seed": 0})
             moved = await client.call_tool("move", {"direction": "up"})
             assert moved.is_error is False and "You moved up." in _texts(moved)
+        async with mcp.Client(cli_http_url, mode="2026-07-28") as stateless:
+            names = [t.name for t in (await stateless.list_tools()).tools]
+            assert names == ["reset", "move"]
+            refused = await stateless.call_tool("reset", {"seed": 0})
+            assert refused.is_error and "initialize handshake" in _texts(refused)
 
     asyncio.run(main())
 
