@@ -5,6 +5,13 @@ built from, is ignored when that no longer matches (the file grew or was truncat
 can be rebuilt at any time with :func:`build_index`. Rows hold the episode id, env id, task
 id, seed, return, success, length, and the byte offsets of the episode's frames, so a
 filtered read or a lookup by id skips the rest of the file.
+
+A fresh fingerprint does not make the rows true (a byte flipped in place keeps the size, and
+anyone can write an index), so readers check every row against the frames it points at:
+a lookup by id uses a row only when its offsets hold intact frames of that episode (start,
+steps numbered 1..n, an end of length n) and otherwise scans the file; a filtered read
+checks each episode the index rules out against its real ``episode_end`` and re-reads it
+if the row was wrong. A lying index can cost time, never change a result.
 """
 
 from __future__ import annotations

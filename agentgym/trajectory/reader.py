@@ -118,6 +118,16 @@ def _with_images(frame: dict[str, Any]) -> dict[str, Any]:
     return frame
 
 
+def _summary(ep: Episode) -> dict[str, Any]:
+    """What the filters of :meth:`TrajectoryReader.episodes` look at, from the frames."""
+    return {
+        "task_id": ep.task_id,
+        "env_id": ep.env_id,
+        "success": ep.success,
+        "return": ep.return_,
+    }
+
+
 def _matches(
     summary: Mapping[str, Any],
     task_id: str | None,
@@ -285,10 +295,29 @@ class TrajectoryReader:
 
     def read_frame(self, offset: int) -> dict[str, Any]:
         """The frame at a known offset (from the index)."""
-        for pos, frame in self._iter_raw(offset, limit=1):
-            if pos == offset:
-                return _with_images(frame)
-        raise fmt.TrajectoryFormatError(f"{self.path}: no intact frame at offset {offset}")
+        frame = self._intact_frame_at(offset)
+        if frame is None:
+            raise fmt.TrajectoryFormatError(f"{self.path}: no intact frame at offset {offset}")
+        return _with_images(frame)
+
+    def _intact_frame_at(self, offset: int) -> dict[str, Any] | None:
+        """The checked frame starting exactly at ``offset``, or None (damage, not a frame).
+
+        Records no problems: the caller falls back to a scan, which reports them once.
+        """
+        if not isinstance(offset, int) or offset < fmt.PREAMBLE.size:
+            return None
+        status, _, payload = self._frame_at(offset, self._size())
+        if status != "ok" or payload is None:
+            return None
+        try:
+            frame = fmt.unpack(payload)
+        except Exception:
+            return None
+        if not isinstance(frame, dict):
+            return None
+        checked, _ = check_frame(frame)
+        return checked
 
     # ---- public iteration ------------------------------------------------------------------
 
@@ -342,12 +371,34 @@ class TrajectoryReader:
                 }
         live: dict[str, Episode] = {}
         skipped: set[str] = set()
+        # Episodes the index says fail the filter are not buffered, only their frame offsets
+        # are kept: the index is a cache, so each one is checked against its real
+        # episode_end, and re-read from those offsets if the index was wrong about it.
+        unbuffered: dict[str, list[int]] = {}
         for offset, frame in self._iter_raw(fmt.PREAMBLE.size):
             kind = frame.get("type")
             eid = frame.get("episode_id")
             if kind == "header" or not isinstance(eid, str) or eid in skipped:
                 continue
             if wanted is not None and eid not in wanted:
+                if kind == "episode_end":
+                    offsets = unbuffered.pop(eid, [])
+                    if "return" in frame and not _matches(
+                        _summary(Episode(eid, None, end=frame)),
+                        None,
+                        None,
+                        success,
+                        min_return,
+                        max_return,
+                    ):
+                        continue  # the index was right: the end frame fails the filter
+                    ep = self._index_missed(offsets, frame, eid)
+                    if ep is not None and _matches(
+                        _summary(ep), task_id, env_id, success, min_return, max_return
+                    ):
+                        yield ep
+                else:
+                    unbuffered.setdefault(eid, []).append(offset)
                 continue
             if kind == "episode_start":
                 if (task_id is not None and frame.get("task_id") != task_id) or (
@@ -371,35 +422,68 @@ class TrajectoryReader:
                         self._problem(offset, "orphan_frame", f"end of unknown episode {eid}")
                     continue
                 ep.end = frame
-                summary = {
-                    "task_id": ep.task_id,
-                    "env_id": ep.env_id,
-                    "success": ep.success,
-                    "return": ep.return_,
-                }
-                if _matches(summary, task_id, env_id, success, min_return, max_return):
+                if _matches(_summary(ep), task_id, env_id, success, min_return, max_return):
                     yield ep
         if include_incomplete and success is None and min_return is None and max_return is None:
             yield from live.values()
 
+    def _index_missed(self, offsets: list[int], end: dict[str, Any], eid: str) -> Episode | None:
+        """The episode ``eid`` re-read from the offsets of its unbuffered frames."""
+        start = self._intact_frame_at(offsets[0]) if offsets else None
+        if start is None or start.get("type") != "episode_start":
+            return None  # an orphan end: the scan reports those only when buffering
+        ep = Episode(eid, _with_images(start), end=_with_images(end))
+        for offset in offsets[1:]:
+            frame = self._intact_frame_at(offset)
+            if frame is not None and frame.get("type") == "step":
+                ep.steps.append(_with_images(frame))
+        return ep
+
+    def _episode_from_offsets(self, episode_id: str, offsets: Any) -> Episode | None:
+        """The episode read from an index row's offsets, or None unless the frames prove it.
+
+        The row must point at intact frames of this episode only: one start, then steps
+        numbered 1..n, then an end whose ``length`` is n. Anything else (a frame damaged
+        since the index was built, a row that lies or leaves frames out, an unfinished
+        episode) returns None, and the caller scans the file like a reader without index.
+        """
+        if not isinstance(offsets, list) or len(offsets) < 2:
+            return None
+        frames = []
+        for offset in offsets:
+            frame = self._intact_frame_at(offset)
+            if frame is None or frame.get("episode_id") != episode_id:
+                return None
+            frames.append(frame)
+        start, steps, end = frames[0], frames[1:-1], frames[-1]
+        if (
+            start.get("type") != "episode_start"
+            or end.get("type") != "episode_end"
+            or any(f.get("type") != "step" for f in steps)
+            or [f.get("step") for f in steps] != list(range(1, len(steps) + 1))
+            or end.get("length") != len(steps)
+        ):
+            return None
+        return Episode(
+            episode_id, _with_images(start), [_with_images(f) for f in steps], _with_images(end)
+        )
+
     def episode(self, episode_id: str) -> Episode:
-        """One episode by id (uses the sidecar index when fresh, else one scan)."""
+        """One episode by id (uses the sidecar index when fresh, else one scan).
+
+        The index is trusted only as far as the frames it points at confirm it; otherwise
+        the file is scanned, so damage is skipped exactly as without an index.
+        """
         from agentgym.trajectory.index import load_index
 
         idx = load_index(self.path)
         if idx is not None:
             for entry in idx:
                 if entry["episode_id"] == episode_id:
-                    frames = [self.read_frame(o) for o in entry["offsets"]]
-                    ep = Episode(episode_id, None)
-                    for fr in frames:
-                        if fr.get("type") == "episode_start":
-                            ep.start = fr
-                        elif fr.get("type") == "step":
-                            ep.steps.append(fr)
-                        elif fr.get("type") == "episode_end":
-                            ep.end = fr
-                    return ep
+                    found = self._episode_from_offsets(episode_id, entry["offsets"])
+                    if found is not None:
+                        return found
+                    break
         for ep in self.episodes():
             if ep.episode_id == episode_id:
                 return ep
