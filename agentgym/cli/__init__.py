@@ -8,18 +8,85 @@ Each subcommand lives in its own module ``agentgym/cli/cmd_<name>.py`` exposing
 from __future__ import annotations
 
 import argparse
+import copy
+import difflib
 import importlib
 import os
 import pkgutil
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
+from agentgym.cli.args import progress_wanted
 from agentgym.error import AgentGymError
 
 
+class _DefaultsFormatter(argparse.HelpFormatter):
+    """Help that ends every option's line with its default (flags and unset ones excepted),
+    so ``--help`` answers "what happens if I leave it out" for each option."""
+
+    def _default_note(self, action: argparse.Action) -> str:
+        if (
+            not action.option_strings
+            or action.default is None
+            or action.default is False
+            or action.default == argparse.SUPPRESS
+            or action.nargs == 0  # flags: store_true, --help, --version
+            or "default" in (action.help or "").lower()
+        ):
+            return ""
+        default = action.default
+        if isinstance(default, list | tuple):
+            default = " ".join(map(str, default)) or "none"
+        return f"(default: {str(default).replace('%', '%%')})"
+
+    def _format_action(self, action: argparse.Action) -> str:
+        note = self._default_note(action)
+        if note:
+            action = copy.copy(action)
+            action.help = f"{action.help} {note}" if action.help else note
+        return super()._format_action(action)
+
+
+class _RawDescriptionDefaultsFormatter(_DefaultsFormatter, argparse.RawDescriptionHelpFormatter):
+    """The same, with the description kept as written (examples, paragraphs)."""
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line usage errors (exit code 2); subcommand parsers inherit it."""
+    """argparse with one-line usage errors (exit code 2), options shown with their defaults,
+    no abbreviated options (``--episode`` is not taken for ``--episodes``) and a "did you
+    mean" for a mistyped option. Subcommand parsers inherit it."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        formatter = kwargs.get("formatter_class", argparse.HelpFormatter)
+        if formatter is argparse.RawDescriptionHelpFormatter:
+            kwargs["formatter_class"] = _RawDescriptionDefaultsFormatter
+        elif formatter is argparse.HelpFormatter:
+            kwargs["formatter_class"] = _DefaultsFormatter
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        for token in extras:
+            suggestion = self._suggest(token)
+            if suggestion:
+                self.error(f"unrecognized argument {token}: did you mean {suggestion}?")
+        return parsed, extras
+
+    def _suggest(self, token: str) -> str | None:
+        """The closest option of this parser to a mistyped ``--option`` (or ``--option=x``)."""
+        if not token.startswith("-") or token == "-":
+            return None
+        name = token.split("=", 1)[0]
+        options = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+        longer = [o for o in options if o.startswith(name) and len(name) > 2]
+        if longer:  # an abbreviation: name what it could stand for
+            return " or ".join(longer)
+        close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+        return close[0] if close else None
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
@@ -52,6 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    if getattr(args, "no_progress", True) is False and not progress_wanted():
+        args.no_progress = True  # stderr is a file or pipe: no bar to clutter it
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit

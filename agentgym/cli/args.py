@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import sys
 from typing import Any
 
 from agentgym.error import InvalidConfigError
@@ -23,6 +24,13 @@ def json_object(text: str, flag: str = "--env-kwargs") -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InvalidConfigError(f"{flag} must be a JSON object, got {text!r}. {example}")
     return value
+
+
+def progress_wanted(turned_off: bool = False) -> bool:
+    """Whether to draw a progress bar: not when the user turned it off, and not when stderr is
+    redirected to a file or pipe, where a bar's carriage returns would only clutter the log."""
+    stream = sys.stderr
+    return not turned_off and stream is not None and stream.isatty()
 
 
 def non_negative_int(text: str) -> int:

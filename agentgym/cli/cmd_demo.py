@@ -11,6 +11,7 @@ import argparse
 import os
 import time
 
+from agentgym.cli.args import progress_wanted
 from agentgym.cli.cmd_run import play_and_maybe_record, summarize
 from agentgym.registry import list_envs
 
@@ -29,7 +30,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "demo", help="run every env family with its reference policy", description=__doc__
     )
     p.add_argument("--episodes", type=int, default=4, help="episodes per family (default 4)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--seed", type=int, default=0, help="the first episode's seed (episode k: seed+k)"
+    )
     p.add_argument("--out", default="runs/demo", help="folder for the recordings")
     p.add_argument("--family", action="append", help="only these families (repeatable)")
     p.add_argument("--no-record", action="store_true", help="do not write trajectories")
@@ -63,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
                     num_envs=2,
                     env_kwargs=None,
                     record=path,
-                    progress=True,
+                    progress=progress_wanted(),
                 )
             )
             floor = summarize(
@@ -75,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
                     num_envs=2,
                     env_kwargs=None,
                     record=None,
-                    progress=True,
+                    progress=progress_wanted(),
                 )
             )
             rows.append(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-from agentgym.cli.args import json_object
+from agentgym.cli.args import json_object, progress_wanted
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -37,7 +37,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--num-envs", type=int, default=8, help="envs stepped concurrently")
     p.add_argument("--env-kwargs", default="{}", help="JSON dict passed to gym.make")
     p.add_argument("--out", required=True, help="output .agtr file")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar (none either when stderr is not a terminal)",
+    )
     p.set_defaults(func=run)
 
 
@@ -52,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         env_kwargs=json_object(args.env_kwargs),
         num_envs=args.num_envs,
-        progress=not args.quiet,
+        progress=progress_wanted(args.quiet),
     )
     print(
         f"recorded {stats.episodes} episodes ({stats.steps} steps, success {stats.success:.2f}) "

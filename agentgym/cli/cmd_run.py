@@ -15,7 +15,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentgym.agents import make_policy
-from agentgym.cli.args import check_env_args, json_object, non_negative_int, positive_int
+from agentgym.cli.args import (
+    check_env_args,
+    json_object,
+    non_negative_int,
+    positive_int,
+    progress_wanted,
+)
 from agentgym.episodes import EpisodeSummary, play
 
 
@@ -54,7 +60,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--record", metavar="FILE", help="write every step to this .agtr file")
     p.add_argument("--json", action="store_true", help="print per-episode results as JSON lines")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar (none either when stderr is not a terminal)",
+    )
     p.set_defaults(func=run)
 
 
@@ -110,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         num_envs=args.num_envs,
         env_kwargs=env_kwargs or None,
         record=args.record,
-        progress=not args.quiet,
+        progress=progress_wanted(args.quiet),
     )
     if args.json:
         for s in summaries:
