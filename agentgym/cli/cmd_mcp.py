@@ -25,10 +25,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("env_id", metavar="ID", help="a registered id, e.g. agentgym/Sokoban-Tiny-v0")
-    p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
-    p.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
-    p.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    p.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (an MCP host starts the server) or streamable HTTP (many clients share it)",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="HTTP address to bind")
+    p.add_argument("--port", type=int, default=8000, help="HTTP port")
+    p.add_argument("--path", default="/mcp", help="HTTP endpoint path")
     p.add_argument("--max-sessions", type=int, default=64, help="HTTP sessions (envs) at once")
     p.add_argument(
         "--session-timeout",
@@ -41,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--answer-tool",
         choices=("auto", "on", "off"),
         default="auto",
-        help="offer an 'answer' tool (auto: for envs that end with an <answer>)",
+        help="offer an 'answer' tool; auto: exactly for envs that end with an <answer>",
     )
     p.set_defaults(func=run)
 
