@@ -284,6 +284,7 @@ class TextSession:
         self.total_reward = 0.0
         self.turns = 0
         self.done = False
+        self.closed = False
         self._started = False
 
     # ---- sync API ---------------------------------------------------------------------------
@@ -321,7 +322,10 @@ class TextSession:
         return SessionTurn(new, float(reward), bool(terminated), bool(truncated), dict(info))
 
     def close(self) -> None:
-        self.env.close()
+        """Close the env (its sandbox, browser tab...). Idempotent; sets :attr:`closed`."""
+        if not self.closed:
+            self.closed = True
+            self.env.close()
 
     # ---- async API --------------------------------------------------------------------------
 

@@ -11,10 +11,18 @@ summed env reward.
 
 TRL forwards only tool calls to the environment, so an env whose episode ends with an
 ``<answer>`` in text (CodeMath-*, Visual*) gets the ``answer`` tool (docs/contract.md) by
-default: the model calls ``answer(answer=...)`` and the outcome reward is earned. Images:
+default: the model calls ``answer(answer=...)`` and the outcome reward is earned. The env's
+own wording ("reply with <answer>...</answer>") would send a model that follows it to text
+TRL never forwards (format reward only, and no hint why), so every text this class returns
+asks for the tool instead (:func:`tool_only_text`). Images:
 with ``images=False`` (default, for text-only models) the task and tool results are text,
 with a note where images were left out; with ``images=True`` (a vision-language model) they
 are TRL's multimodal content parts with ``PIL`` images. Never base64 text.
+
+TRL has no hook to close an environment object, and every public method would become a
+tool, so the class has no ``close()``: each object releases its env (sandbox, browser tab)
+through a ``weakref.finalize`` when it is garbage-collected (after the trainer is gone) or at
+interpreter exit, and ``with Env() as env:`` releases it at the block's end.
 
 Example::
 
@@ -28,17 +36,45 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import keyword
+import re
 import typing
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
 from agentgym.error import InvalidConfigError
 from agentgym.integrations.session import Message, TextSession, messages_text
-from agentgym.parsing import render_tool_call
+from agentgym.parsing import ANSWER_TOOL_NOTE, render_tool_call
 
-__all__ = ["environment_class", "seed_dataset"]
+__all__ = ["TOOL_ONLY_ANSWER_NOTE", "environment_class", "seed_dataset", "tool_only_text"]
+
+TOOL_ONLY_ANSWER_NOTE = (
+    "Only tool calls reach the environment here: give the final answer by calling the "
+    '`answer` tool, answer(answer="..."), which ends the episode. Text outside a tool call '
+    "is not read."
+)
+"""What replaces the env's "you may also call the answer tool" line under TRL."""
+
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+
+def tool_only_text(text: str) -> str:
+    """Env text reworded for a trainer that forwards only tool calls.
+
+    The answer-tool note becomes :data:`TOOL_ONLY_ANSWER_NOTE` and every
+    ``<answer>X</answer>`` the env shows as the way to answer becomes the call
+    ``answer(answer="X")``.
+
+    Example:
+        >>> tool_only_text("Then reply with <answer>...</answer>, e.g. <answer>12</answer>.")
+        'Then reply with answer(answer="..."), e.g. answer(answer="12").'
+    """
+    text = text.replace(ANSWER_TOOL_NOTE, TOOL_ONLY_ANSWER_NOTE)
+    return _ANSWER_TAG.sub(lambda m: f'answer(answer="{m.group(1)}")', text)
+
 
 _JSON_TO_PY: dict[str, Any] = {
     "string": str,
@@ -105,6 +141,25 @@ def _tool_method(tool: dict[str, Any]) -> Any:
     return method
 
 
+def _tool_only(messages: list[Message]) -> list[Message]:
+    """``messages`` with every text reworded by :func:`tool_only_text`."""
+    out: list[Message] = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, str):
+            m = {**m, "content": tool_only_text(content)}
+        elif isinstance(content, list):
+            parts = [
+                {**p, "text": tool_only_text(p["text"])}
+                if isinstance(p, dict) and isinstance(p.get("text"), str)
+                else p
+                for p in content
+            ]
+            m = {**m, "content": parts}
+        out.append(m)
+    return out
+
+
 def _content(messages: list[Message], images: bool) -> str | list[dict[str, Any]]:
     """Messages as one tool result / prompt addition: text, or TRL content parts."""
     if not images or all(isinstance(m.get("content"), str) for m in messages):
@@ -118,6 +173,12 @@ def _content(messages: list[Message], images: bool) -> str | list[dict[str, Any]
             continue
         parts.extend(p for p in content or [] if isinstance(p, dict))
     return parts
+
+
+def _close_session(session: TextSession) -> None:
+    """Release one environment's env; a failure to close must not break collection or exit."""
+    with contextlib.suppress(Exception):
+        session.close()
 
 
 def environment_class(
@@ -152,6 +213,15 @@ def environment_class(
         self._session = TextSession(
             env_id, env_kwargs=kwargs, answer_tool=offers_answer, image_format=image_format
         )
+        # TRL never closes its environments (and a public close() would become a tool), so
+        # the env is released when the object is collected or, at the latest, at exit.
+        self._finalizer = weakref.finalize(self, _close_session, self._session)
+
+    def __enter__(self: Any) -> Any:
+        return self
+
+    def __exit__(self: Any, *exc: object) -> None:
+        self._finalizer()
 
     def reset(self: Any, **row: Any) -> str | list[dict[str, Any]]:
         """Start the episode a dataset row names (``seed`` and/or ``task_id``).
@@ -164,7 +234,10 @@ def environment_class(
             seed=None if seed is None else int(seed),
             options={"task_id": task_id} if task_id else None,
         )
-        return _content(start.messages, images)
+        return _content(self._reworded(start.messages), images)
+
+    def _reworded(self: Any, messages: list[Message]) -> list[Message]:
+        return _tool_only(messages) if offers_answer else messages
 
     def get_reward(self: Any) -> float:
         """The summed env reward of the episode so far."""
@@ -176,14 +249,17 @@ def environment_class(
         turn = self._session.step(render_tool_call(name, arguments))
         if not turn.info.get("action_valid", True):
             # TRL shows a raised error's message to the model as the tool result
-            raise ValueError(messages_text(turn.messages))
-        return _content(turn.messages, images)
+            raise ValueError(messages_text(self._reworded(turn.messages)))
+        return _content(self._reworded(turn.messages), images)
 
     namespace: dict[str, Any] = {
         "__init__": __init__,
+        "__enter__": __enter__,
+        "__exit__": __exit__,
         "reset": reset,
         "get_reward": get_reward,
         "_call_tool": _call_tool,
+        "_reworded": _reworded,
         "env_id": env_id,
         "answer_tool": offers_answer,
         "images": images,

@@ -9,6 +9,7 @@ calls with different rewards; the bias has no parameters, so the gradient is the
 
 from __future__ import annotations
 
+import gc
 import inspect
 import os
 import pathlib
@@ -16,7 +17,12 @@ import tempfile
 
 import pytest
 
-from agentgym.integrations.trl import environment_class, seed_dataset
+from agentgym.integrations.trl import (
+    TOOL_ONLY_ANSWER_NOTE,
+    environment_class,
+    seed_dataset,
+    tool_only_text,
+)
 
 torch = pytest.importorskip("torch")
 trl = pytest.importorskip("trl")
@@ -87,8 +93,12 @@ def _biased_model(tok, call_tokens: list[str]):
     return model
 
 
+SESSIONS: list = []  # every env session the trainer's environment objects opened
+
+
 def _train_one_step(env_id: str, call_tokens: list[str], seeds: list[int]):
-    """One GRPOTrainer step; returns (env rewards TRL collected, its log, params changed)."""
+    """One GRPOTrainer step; returns (env rewards TRL collected, its log, params changed,
+    the prompts TRL built and sent to the model)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     tok = _tokenizer(call_tokens)
     model = _biased_model(tok, call_tokens)
@@ -96,6 +106,10 @@ def _train_one_step(env_id: str, call_tokens: list[str], seeds: list[int]):
     base = environment_class(env_id)
 
     class Recorded(base):  # type: ignore[misc, valid-type]
+        def __init__(self):
+            super().__init__()
+            SESSIONS.append(self._session)
+
         def get_reward(self):
             value = super().get_reward()
             rewards.append(value)
@@ -126,7 +140,7 @@ def _train_one_step(env_id: str, call_tokens: list[str], seeds: list[int]):
     trainer.train()
     log = next(entry for entry in trainer.state.log_history if "loss" in entry)
     changed = any(not torch.equal(before[n], p) for n, p in model.named_parameters())
-    return rewards, log, changed
+    return rewards, log, changed, list(trainer._logs["prompt"])
 
 
 @pytest.mark.slow
@@ -156,7 +170,18 @@ def test_grpo_trainer_step_on_an_answer_env_earns_the_outcome_through_the_answer
         _call_token("answer", {"answer": correct}),
         _call_token("answer", {"answer": correct + "1"}),
     ]
-    rewards, log, changed = _train_one_step(CODEMATH, calls, [5])
+    SESSIONS.clear()
+    rewards, log, changed, prompts = _train_one_step(CODEMATH, calls, [5])
+    # TRL never closes its environment objects: once the trainer is gone, they release their
+    # envs (here CodeMath's sandbox sessions) through their finalizers
+    gc.collect()
+    assert len(SESSIONS) >= 4 and all(s.closed for s in SESSIONS)
+    # the prompt TRL sent asks for the answer tool, never for <answer> text it cannot forward
+    assert len(prompts) == 4
+    for prompt in prompts:
+        text = prompt[-1]["content"]
+        assert TOOL_ONLY_ANSWER_NOTE in text and "<answer>" not in text
+        assert 'then reply with answer(answer="...")' in text
     assert len(rewards) == 4
     assert max(rewards) >= 1.0  # the outcome reward arrived through TRL's tool channel
     assert min(rewards) < 1.0
@@ -174,12 +199,37 @@ def test_answer_env_class_offers_the_answer_tool_as_a_typed_method():
     assert "correct" in out and env.get_reward() == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("env_id", [CODEMATH, VISUAL])
+def test_answer_env_text_asks_for_the_answer_tool_at_reset_and_in_errors(env_id):
+    env = environment_class(env_id)()
+    opening = env.reset(seed=0)
+    assert "<answer>" not in opening and opening.count(TOOL_ONLY_ANSWER_NOTE) == 1
+    assert 'answer(answer="' in opening
+    # an error TRL shows as the tool result says the same (Visual: a call with a bad box)
+    tool, args = ("python", {"code": "x="}) if env_id == CODEMATH else ("zoom", {"box": [1, 2]})
+    try:
+        result = getattr(env, tool)(**args)
+    except ValueError as exc:
+        result = str(exc)
+    assert "<answer>" not in result
+
+
+def test_tool_only_text_rewords_every_answer_tag_and_the_note():
+    from agentgym.parsing import ANSWER_TOOL_NOTE
+
+    text = f"Reply with <answer>...</answer>.\n{ANSWER_TOOL_NOTE}\ne.g. <answer>1\n2</answer>"
+    assert tool_only_text(text) == (
+        f'Reply with answer(answer="...").\n{TOOL_ONLY_ANSWER_NOTE}\ne.g. answer(answer="1\n2")'
+    )
+    assert tool_only_text("no tags here") == "no tags here"
+
+
 def test_visual_reset_keeps_the_question_and_tool_results_carry_no_base64():
     Env = environment_class(VISUAL)
     env = Env()
     opening = env.reset(seed=0)
     instruction = env._session.info["instruction"]
-    assert isinstance(opening, str) and instruction.splitlines()[0] in opening
+    assert isinstance(opening, str) and tool_only_text(instruction.splitlines()[0]) in opening
     assert "image(s) left out" in opening and "base64" not in opening
     result = env.zoom(box=[0, 0, 200, 200])
     assert isinstance(result, str) and "Zoomed" in result
@@ -198,6 +248,24 @@ def test_visual_with_images_gives_trl_content_parts_with_pil_images():
     assert all(isinstance(p["image"], Image.Image) for p in opening if p["type"] == "image")
     result = env.zoom(box=[0, 0, 200, 200])
     assert any(p["type"] == "image" for p in result)
+
+
+def test_environment_objects_release_their_env_when_collected_or_left():
+    Env = environment_class(SOKOBAN)
+    env = Env()
+    env.reset(seed=0)
+    session = env._session
+    assert not session.closed
+    del env
+    gc.collect()
+    assert session.closed
+    with Env() as env:
+        env.reset(seed=0)
+        env.move(direction="up")
+        assert not env._session.closed
+    assert env._session.closed
+    # close is not a public method, so TRL does not offer it to the model as a tool
+    assert not any(n == "close" for n, _ in inspect.getmembers(Env, inspect.isfunction))
 
 
 def test_tool_methods_are_the_ones_trl_exposes():
@@ -254,7 +322,11 @@ def test_every_id_resets_with_its_task_and_takes_a_tool_call_as_trl_does(single_
 
     opening = env.reset(**seed_dataset(env_id, [1])[0])
     assert isinstance(opening, str)
-    assert obs["text"].strip().splitlines()[0] in opening  # the task text reached the prompt
+    first_line = obs["text"].strip().splitlines()[0]
+    if Env.answer_tool:  # TRL forwards only tool calls: the prompt asks for the answer tool
+        assert "<answer>" not in opening and TOOL_ONLY_ANSWER_NOTE in opening
+        first_line = tool_only_text(first_line)
+    assert first_line in opening  # the task text reached the prompt
     assert "base64" not in opening and "data:image" not in opening
     if obs["images"]:
         assert "image(s) left out" in opening
