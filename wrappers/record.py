@@ -83,10 +83,14 @@ class Record(gym.Wrapper):
         self.episode_id: str | None = None
         self._last_return_t: float | None = None
 
-    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        if self.episode_id is not None:
+    def _end_open_episode(self) -> None:
+        """End the episode in progress as aborted (unless a fork left it to the parent)."""
+        if self.episode_id is not None and self.recorder.is_open(self.episode_id):
             self.recorder.end_episode(self.episode_id, aborted=True)
-            self.episode_id = None
+        self.episode_id = None
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        self._end_open_episode()
         obs, info = self.env.reset(**kwargs)
         self.episode_id = self.recorder.start_episode(
             env_id=self._env_id,
@@ -103,7 +107,7 @@ class Record(gym.Wrapper):
         t0 = time.perf_counter()
         obs, reward, terminated, truncated, info = self.env.step(action)
         t1 = time.perf_counter()
-        if self.episode_id is not None:
+        if self.episode_id is not None and self.recorder.is_open(self.episode_id):
             policy_ms = None if self._last_return_t is None else (t0 - self._last_return_t) * 1e3
             self.recorder.record_step(
                 self.episode_id,
@@ -123,9 +127,7 @@ class Record(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
     def close(self) -> None:
-        if self.episode_id is not None:
-            self.recorder.end_episode(self.episode_id, aborted=True)
-            self.episode_id = None
+        self._end_open_episode()
         if self._owns:
             self.recorder.close()
         super().close()

@@ -2,7 +2,9 @@
 
 One recorder serves any number of envs at once (a pool, several ``play`` calls in threads):
 every episode gets an id unique in the file, every frame carries it, and writes are
-serialised by a lock. Use it directly, through :func:`Recorder.play_callbacks` with
+serialised by a lock. Ids are ``<random token>-<process id>-<counter>``, so recorders in
+different processes appending to one file never clash; a forked child draws a new token and
+leaves the episodes in progress at the fork to the parent (it records from its next reset). Use it directly, through :func:`Recorder.play_callbacks` with
 :func:`agentgym.episodes.play`, or through the :class:`agentgym.wrappers.Record` wrapper.
 
 Examples:
@@ -25,6 +27,7 @@ import os
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,10 +106,18 @@ class Recorder:
             {"role": "assistant", "content_ref": "action"},
             {"role": observation_role, "content_ref": "observation"},
         )
-        self._token = uuid.uuid4().hex[:8]
+        self._token = _new_token()
         self._count = 0
         self._open: dict[str, _Open] = {}
         self._lock = threading.Lock()
+        _LIVE_RECORDERS.add(self)
+
+    def _after_fork_in_child(self) -> None:
+        """A forked child: its own ids, and the parent's episodes in progress are not its."""
+        self._lock = threading.Lock()
+        self._token = _new_token()
+        self._count = 0
+        self._open = {}
 
     # ---- encoding helpers ------------------------------------------------------------------
 
@@ -294,6 +305,10 @@ class Recorder:
             self.writer.flush()  # an ended episode is on disk whole, even when batching
         return frame
 
+    def is_open(self, episode_id: str) -> bool:
+        """Whether ``episode_id`` was started by this recorder (in this process), not ended."""
+        return episode_id in self._open
+
     @property
     def open_episodes(self) -> list[str]:
         """Ids of episodes started and not yet ended."""
@@ -375,3 +390,20 @@ class Recorder:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _new_token() -> str:
+    """8 random hex digits and this process's id: unique among live processes, and a
+    later process that reuses the pid still has a fresh random part."""
+    return f"{uuid.uuid4().hex[:8]}-{os.getpid():x}"
+
+
+_LIVE_RECORDERS: weakref.WeakSet[Recorder] = weakref.WeakSet()
+
+
+def _recorders_after_fork_in_child() -> None:
+    for recorder in list(_LIVE_RECORDERS):
+        recorder._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_recorders_after_fork_in_child)

@@ -13,6 +13,13 @@ file, and the torn-tail repair runs under the same lock, so it can never cut a f
 writer is in the middle of. ``mode="w"`` truncates the file and is for one writer only.
 ``flock`` works on local filesystems; on network filesystems give each writer its own file.
 
+A writer survives ``fork`` (``multiprocessing`` with the fork start method, a framework
+that builds envs and then forks workers): the file is always opened ``O_APPEND``, so every
+frame lands at the end whoever writes it; after a fork both parent and child lock every
+frame, and the child writes through its own newly opened descriptor (a ``flock`` is shared
+by every process holding the same open file, so it would not keep parent and child apart)
+and drops the frames still in the inherited buffer (they are the parent's to write).
+
 Batching (opt-in, ``buffer_bytes > 0``): frames collect in memory and go to the OS in one
 ``write`` when the buffer reaches ``buffer_bytes``, on :meth:`TrajectoryWriter.flush` (the
 recorder calls it at every episode end) and on close. It saves one system call per frame
@@ -31,6 +38,7 @@ import logging
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -134,8 +142,12 @@ class TrajectoryWriter:
         self.bytes_written = 0
         self._closed = False
         self._shared = mode == "a"
+        self._forked = False
+        _LIVE_WRITERS.add(self)
         if not self._shared:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            # O_APPEND here too: should the process fork, frames still land at the end.
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+            self._fd = os.open(self.path, flags, 0o644)
             self._write_all(fmt.preamble_bytes())
             self.write(make_header(env_id, header_extra))
             self.flush()  # the header is on disk even when frames are batched
@@ -201,7 +213,30 @@ class TrajectoryWriter:
             self.bytes_written += len(data)
         return len(data)
 
+    def _after_fork_in_child(self) -> None:
+        """Runs in a forked child: fresh lock, no inherited frames, own descriptor later."""
+        self._lock = threading.Lock()  # another thread may have held it at the fork
+        self._buffer = bytearray()  # the parent writes these frames itself
+        self._forked = True
+        self._shared = True
+
+    def _after_fork_in_parent(self) -> None:
+        self._shared = True  # a child may write to the file now: lock every frame
+
+    def _own_descriptor(self) -> None:
+        """First write in a forked child: open the file again, so ``flock`` excludes the
+        parent (a lock belongs to the open file, which the child shared with the parent)."""
+        self._forked = False
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        except OSError:  # the path is gone: keep the inherited descriptor (O_APPEND too)
+            return
+        os.close(self._fd)
+        self._fd = fd
+
     def _emit(self, data: bytes | bytearray) -> None:
+        if self._forked:
+            self._own_descriptor()
         if self._shared:
             with self._file_lock():
                 self._write_all(data)
@@ -239,3 +274,21 @@ class TrajectoryWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_LIVE_WRITERS: weakref.WeakSet[TrajectoryWriter] = weakref.WeakSet()
+
+
+def _writers_after_fork_in_child() -> None:
+    for writer in list(_LIVE_WRITERS):
+        writer._after_fork_in_child()
+
+
+def _writers_after_fork_in_parent() -> None:
+    for writer in list(_LIVE_WRITERS):
+        writer._after_fork_in_parent()
+
+
+os.register_at_fork(
+    after_in_child=_writers_after_fork_in_child, after_in_parent=_writers_after_fork_in_parent
+)
