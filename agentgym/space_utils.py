@@ -351,13 +351,12 @@ def _serialize_text(space: UnicodeText, to_string: bool = True) -> Any:
 
 
 def _serialize_images(space: RGBImages, to_string: bool = True) -> Any:
-    out = {
-        "type": "AgentGymRGBImages",
-        "max_images": space.max_images,
-        "max_height": space.max_height,
-        "max_width": space.max_width,
-    }
-    return json.dumps(out) if to_string else out
+    # Only a plain minari.DataCollector(env) serialises RGBImages itself, and it cannot record
+    # them (it fails when the first episode is written): refuse it now, naming the helper
+    # that can. agentgym's data_collector stores PackedImages instead.
+    from agentgym.integrations.minari import plain_collector_error
+
+    raise plain_collector_error(space)
 
 
 def register_minari(module: ModuleType) -> None:

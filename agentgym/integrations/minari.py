@@ -1,7 +1,7 @@
 """Minari: record agentgym episodes with Minari's ``DataCollector`` and load them back.
 
-``DataCollector(gym.make(id))`` constructs for every id as it is (the spaces' serialisers
-are registered by :mod:`agentgym.space_utils`). Recording needs one more step: Minari
+The spaces' serialisers are registered by :mod:`agentgym.space_utils`. Recording needs one
+more step: Minari
 appends each observation leaf to a per-episode list with ``jax.tree_util`` and then writes
 columns, so a tuple of 0..16 images of varying size (a pytree node whose shape changes
 from step to step) cannot go in as it is. :func:`data_collector` therefore packs each
@@ -10,6 +10,16 @@ then raw pixels; lossless, no JPEG) under a :class:`PackedImages` space, and sto
 Minari's ``arrow`` format, which keeps binary values exactly (``hdf5`` would strip
 trailing zero bytes). :func:`episode_observations` turns a loaded episode back into the
 env's own ``{"text": str, "images": tuple}`` observations.
+
+Infos (``record_infos=True``): Minari stacks every info leaf of an episode, reset included,
+so each info must have the same keys and types; agentgym's reset and step infos differ
+(``tools`` at reset, ``tool_calls`` per step, ``error`` None or text). The callback records
+:func:`minari_info` instead: the same few fixed fields every step, plus the whole info as
+JSON, so nothing is lost.
+
+A plain ``minari.DataCollector(gym.make(id))`` cannot record these observations (it fails
+when the first episode is written), so it is refused when it is built, with a message that
+names :func:`data_collector` (:func:`plain_collector_error`).
 
 Example::
 
@@ -25,6 +35,7 @@ Example::
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from gymnasium import spaces
@@ -33,13 +44,16 @@ from gymnasium.spaces import Space
 from agentgym.error import DependencyMissingError
 from agentgym.space_utils import decode_images, encode_images
 from agentgym.spaces import RGBImages
+from agentgym.text import safe_text
 
 __all__ = [
     "PackedImages",
     "data_collector",
     "episode_observations",
+    "minari_info",
     "pack_observation",
     "packed_observation_space",
+    "plain_collector_error",
     "unpack_observation",
 ]
 
@@ -93,8 +107,44 @@ def packed_observation_space(space: spaces.Dict) -> spaces.Dict:
 
 
 def pack_observation(obs: dict[str, Any]) -> dict[str, Any]:
-    """``{"text", "images"}`` with the images packed into one ``bytes`` value."""
-    return {"text": obs["text"], "images": encode_images(tuple(obs["images"]))}
+    """``{"text", "images"}`` with the images packed into one ``bytes`` value.
+
+    Lone surrogates in the text become U+FFFD: Arrow strings are strict UTF-8.
+    """
+    return {"text": safe_text(obs["text"]), "images": encode_images(tuple(obs["images"]))}
+
+
+def plain_collector_error(space: Any) -> TypeError:
+    """Why ``minari.DataCollector`` cannot take an agentgym env as it is, and what to use."""
+    return TypeError(
+        f"minari.DataCollector cannot record agentgym observations as they are ({space!r}: a "
+        "tuple of 0..16 images of varying size, which Minari's buffers and storages cannot "
+        "stack). Use agentgym.integrations.minari.data_collector(env, ...) instead: it is "
+        "Minari's DataCollector with the images packed losslessly into bytes and infos of "
+        "one fixed shape (docs/integrations/minari.md)."
+    )
+
+
+def minari_info(info: Mapping[str, Any], reward_names: Any) -> dict[str, Any]:
+    """An env's reset or step info in the one shape Minari can stack across an episode.
+
+    ``state_key`` (str), ``action_valid`` (bool; True at reset), ``error`` (str; "" for
+    none), ``success`` (bool; False until the env says so), ``reward_components`` (one float
+    per name in ``reward_names``, the env's reward weights; 0.0 at reset) and ``json``: the
+    whole info as JSON text (anything JSON cannot hold as its ``str``), so nothing is lost.
+    """
+    components = info.get("reward_components") or {}
+    error = info.get("error")
+    return {
+        "state_key": str(info.get("state_key", "")),
+        "action_valid": bool(info.get("action_valid", True)),
+        "error": "" if error is None else safe_text(str(error)),
+        "success": bool(info.get("success", False)),
+        "reward_components": {
+            str(name): float(components.get(name, 0.0)) for name in sorted(reward_names)
+        },
+        "json": json.dumps(dict(info), default=str, sort_keys=True),
+    }
 
 
 def unpack_observation(obs: dict[str, Any]) -> dict[str, Any]:
@@ -114,6 +164,10 @@ def _step_data_callback() -> type:
         def __call__(self, env: Any, obs: Any, info: Any, **kwargs: Any) -> Any:
             step_data = super().__call__(env, obs=obs, info=info, **kwargs)
             step_data["observation"] = pack_observation(obs)
+            if isinstance(step_data.get("action"), str):  # Arrow strings are strict UTF-8
+                step_data["action"] = safe_text(step_data["action"])
+            weights = getattr(env.unwrapped, "reward_weights", None) or {}
+            step_data["info"] = minari_info(info, weights)
             return step_data
 
     return PackImagesStepData
@@ -122,7 +176,8 @@ def _step_data_callback() -> type:
 def data_collector(env: Any, **kwargs: Any) -> Any:
     """Minari's ``DataCollector`` around ``env``, set up to record agentgym observations.
 
-    Extra keyword arguments go to ``DataCollector``; ``data_format`` must stay ``"arrow"``.
+    Extra keyword arguments go to ``DataCollector`` (``record_infos=True`` records
+    :func:`minari_info` per step); ``data_format`` must stay ``"arrow"``.
     """
     from minari import DataCollector
 

@@ -28,12 +28,18 @@ def _datasets_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "datasets"))
 
 
-def test_data_collector_constructs_on_every_single_agent_id():
+def test_plain_collector_is_refused_naming_the_helper_which_constructs_on_every_id():
+    """A plain DataCollector used to construct, then fail when the first episode was written
+    (a bare AssertionError with hdf5, ArrowInvalid with arrow); now it is refused at once."""
     from minari import DataCollector
 
+    from agentgym.integrations.minari import data_collector
+
     for record in agentgym.list_envs(multi_agent=False):
-        env = DataCollector(gym.make(record.id))
-        assert env.observation_space == gym.make(record.id).observation_space
+        with pytest.raises(TypeError, match=r"agentgym\.integrations\.minari\.data_collector"):
+            DataCollector(gym.make(record.id))
+        env = data_collector(gym.make(record.id), record_infos=True)
+        assert env.observation_space["text"] == gym.make(record.id).observation_space["text"]
         env.close()
 
 
@@ -87,3 +93,44 @@ def test_record_create_load_keeps_text_images_actions_rewards(env_id, episodes):
     if env_id == VISUAL_ID:
         first = episode_observations(next(dataset.iterate_episodes()))[0]
         assert first["images"] and first["images"][0].ndim == 3
+
+
+@pytest.mark.parametrize("env_id", [TEXT_ID, VISUAL_ID])
+def test_record_infos_keeps_one_info_shape_from_reset_to_the_end(env_id):
+    """record_infos=True (the docs recommend it) used to fail on every id: reset and step
+    infos differ in keys. Each step now stores the same fields, and the whole info as JSON."""
+    import json
+
+    from agentgym.integrations.minari import data_collector
+
+    actions = ["no call \ud800 here", UP, "<answer>3:15</answer>"]
+    env = data_collector(gym.make(env_id, max_turns=3), record_infos=True)
+    want = [env.reset(seed=7)[1]]
+    for action in actions:
+        *_, info = env.step(action)
+        want.append(info)
+        if len(want) == 4:
+            break
+    env.reset(seed=8)
+    env.step(UP)
+    name = "agentgym/" + env_id.split("/")[1].lower() + "/infos-v0"
+    env.create_dataset(name, algorithm_name="scripted", author="agentgym tests")
+    env.close()
+
+    episode = next(minari.load_dataset(name).iterate_episodes())
+    infos = episode.infos
+    assert sorted(infos) == [
+        "action_valid", "error", "json", "reward_components", "state_key", "success"
+    ]  # fmt: skip
+    assert len(infos["json"]) == len(want) == 4
+    assert [json.loads(j) for j in infos["json"]] == [
+        json.loads(json.dumps(i, default=str)) for i in want
+    ]
+    assert list(infos["state_key"]) == [i["state_key"] for i in want]
+    assert list(infos["action_valid"]) == [True] + [i["action_valid"] for i in want[1:]]
+    assert list(infos["error"]) == [""] + [i["error"] or "" for i in want[1:]]
+    assert infos["error"][1] and not infos["action_valid"][1]  # the text without a call
+    # Minari 0.5 loads the nested dict back as one dict per step
+    zero = dict.fromkeys(want[1]["reward_components"], 0.0)
+    assert list(infos["reward_components"]) == [zero] + [i["reward_components"] for i in want[1:]]
+    assert next(iter(episode.actions)) == "no call \ufffd here"  # Arrow strings are strict UTF-8
