@@ -2,7 +2,9 @@
 
 Exit status 0 when every episode replays identically, 1 on any divergence or env error,
 2 when the file cannot be read at all. Damage the reader skipped or repaired is listed as
-"file problem" lines.
+"file problem" lines. The file is not trusted: an episode whose env settings are far beyond
+the registered env's is refused (``--trust-settings`` replays it anyway), and each episode
+stops at ``--time-limit`` seconds; both are reported as errors with the reason.
 """
 
 from __future__ import annotations
@@ -33,19 +35,36 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=1e-9,
         help="relative tolerance for rewards (default 1e-9)",
     )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop an episode's replay after this long (default 120; 0 = no limit)",
+    )
+    p.add_argument(
+        "--trust-settings",
+        action="store_true",
+        help="build envs with the file's settings even when they are far beyond the "
+        "registered env's (refused by default: they can take hours to build)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable report")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from agentgym.trajectory import replay
+    from agentgym.trajectory.replay_guard import DEFAULT_TIME_LIMIT_S
 
+    limit = DEFAULT_TIME_LIMIT_S if args.time_limit is None else args.time_limit
     try:
         report = replay(
             args.file,
             episode_ids=args.episodes,
             max_episodes=args.max_episodes,
             reward_tol=args.reward_tol,
+            trust_settings=args.trust_settings,
+            time_limit_s=limit,
         )
     except AgentGymError:
         raise  # main() prints it as one line

@@ -8,7 +8,9 @@ one. After the reset and after every step it compares observation text (exactly)
 terminated/truncated flags and success. The first mismatch of an episode is its
 :class:`Divergence`, with a unified diff for text.
 
-Nothing here is env-specific, so every registered single-agent env replays.
+Nothing here is env-specific, so every registered single-agent env replays. A file is not
+trusted: settings far beyond the registered env's are refused unless ``trust_settings`` is
+given, and each episode's replay has a time limit (:mod:`.replay_guard`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import contextlib
 import difflib
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +29,13 @@ from agentgym.text import safe_text
 from agentgym.trajectory.format import pack
 from agentgym.trajectory.images import StoredImage, pixel_sha256
 from agentgym.trajectory.reader import Episode, Problem, TrajectoryReader
+from agentgym.trajectory.replay_guard import (
+    DEFAULT_TIME_LIMIT_S,
+    ReplayTimeout,
+    oversized_settings,
+    refusal_message,
+    time_limit,
+)
 
 
 @dataclass
@@ -216,8 +225,12 @@ class _EnvCache:
     def __init__(self) -> None:
         self._envs: dict[bytes, gym.Env] = {}
 
+    @staticmethod
+    def _key(env_id: str, kwargs: Mapping[str, Any]) -> bytes:
+        return pack([env_id, dict(kwargs)])
+
     def get(self, env_id: str, kwargs: Mapping[str, Any]) -> gym.Env:
-        key = pack([env_id, dict(kwargs)])
+        key = self._key(env_id, kwargs)
         if key not in self._envs:
             from agentgym.registry import get_record
 
@@ -227,6 +240,13 @@ class _EnvCache:
             self._envs[key] = gym.make(record.id, **dict(kwargs))
         return self._envs[key]
 
+    def discard(self, env_id: str, kwargs: Mapping[str, Any]) -> None:
+        """Close and forget an env (one interrupted mid-call is not reused)."""
+        env = self._envs.pop(self._key(env_id, kwargs), None)
+        if env is not None:
+            with contextlib.suppress(Exception):
+                env.close()
+
     def close(self) -> None:
         for env in self._envs.values():
             with contextlib.suppress(Exception):  # closing is best effort
@@ -235,13 +255,21 @@ class _EnvCache:
 
 
 def replay_episode(
-    episode: Episode, *, reward_tol: float = 1e-9, env: gym.Env | None = None
+    episode: Episode,
+    *,
+    reward_tol: float = 1e-9,
+    env: gym.Env | None = None,
+    trust_settings: bool = False,
+    time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
 ) -> EpisodeReplay:
-    """Replay one recorded episode (building its env unless ``env`` is given)."""
+    """Replay one recorded episode (building its env unless ``env`` is given).
+
+    ``trust_settings`` and ``time_limit_s`` as in :func:`replay`.
+    """
     result = EpisodeReplay(episode.episode_id, episode.env_id, episode.task_id, len(episode.steps))
     cache = None if env is not None else _EnvCache()
     try:
-        return _replay(episode, result, reward_tol, env, cache)
+        return _replay(episode, result, reward_tol, env, cache, trust_settings, time_limit_s)
     finally:
         if cache is not None:
             cache.close()
@@ -253,11 +281,46 @@ def _replay(
     tol: float,
     env: gym.Env | None,
     cache: _EnvCache | None,
+    trust_settings: bool,
+    time_limit_s: float | None,
 ) -> EpisodeReplay:
     start = episode.start
     if start is None:
         result.error = "the episode_start frame is missing (damaged file); cannot replay"
         return result
+    env_id = str(start.get("env_id"))
+    env_kwargs = start.get("env_kwargs") or {}
+    if env is None and not trust_settings:
+        findings = oversized_settings(env_id, env_kwargs)
+        if findings:
+            result.error = refusal_message(findings)
+            return result
+    stage = ["building and resetting the env"]
+    try:
+        with time_limit(time_limit_s) as check:
+            return _replay_steps(episode, start, result, tol, env, cache, check, stage)
+    except ReplayTimeout:
+        if env is None and cache is not None:
+            cache.discard(env_id, env_kwargs)
+        settings = ", ".join(f"{k}={v!r}" for k, v in env_kwargs.items()) or "none"
+        result.error = (
+            f"stopped at the time limit of {time_limit_s:g} s for one episode, while "
+            f"{stage[0]} (recorded env settings: {settings}); give more time with "
+            "--time-limit SECONDS (time_limit_s=...), or 0 for no limit"
+        )
+        return result
+
+
+def _replay_steps(
+    episode: Episode,
+    start: Mapping[str, Any],
+    result: EpisodeReplay,
+    tol: float,
+    env: gym.Env | None,
+    cache: _EnvCache | None,
+    check: Callable[[], None],
+    stage: list[str],
+) -> EpisodeReplay:
     try:
         if env is None:
             assert cache is not None
@@ -279,6 +342,8 @@ def _replay(
         return result
     for rec in episode.steps:
         index = int(rec.get("step", result.steps_checked + 1))
+        check()
+        stage[0] = f"replaying step {index}"
         try:
             live = env.step(rec.get("action", ""))
         except Exception as exc:
@@ -298,8 +363,18 @@ def replay(
     episode_ids: Iterable[str] | None = None,
     max_episodes: int | None = None,
     reward_tol: float = 1e-9,
+    trust_settings: bool = False,
+    time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
 ) -> ReplayReport:
-    """Replay every episode of ``path`` (or the chosen ones); see the module docstring."""
+    """Replay every episode of ``path`` (or the chosen ones); see the module docstring.
+
+    Args:
+        trust_settings: Build envs with whatever settings the file names. By default an
+            episode whose numeric settings are far beyond the registered env's (see
+            :mod:`.replay_guard`) is not replayed and reported as an error saying why.
+        time_limit_s: Seconds one episode's replay may take (env build, reset and steps);
+            past it the episode is stopped and reported as an error. None or 0: no limit.
+    """
     wanted = None if episode_ids is None else set(episode_ids)
     report = ReplayReport(str(path))
     cache = _EnvCache()
@@ -311,7 +386,9 @@ def replay(
                 if max_episodes is not None and len(report.episodes) >= max_episodes:
                     break
                 result = EpisodeReplay(ep.episode_id, ep.env_id, ep.task_id, len(ep.steps))
-                report.episodes.append(_replay(ep, result, reward_tol, None, cache))
+                report.episodes.append(
+                    _replay(ep, result, reward_tol, None, cache, trust_settings, time_limit_s)
+                )
             report.problems = list(reader.problems)
     finally:
         cache.close()
