@@ -21,9 +21,9 @@ Observations
 Actions
     ``<tool_call>{"name": "search", "arguments": {"query": "..."}}</tool_call>``,
     ``<tool_call>{"name": "open", "arguments": {"title": "..."}}</tool_call>`` and
-    ``<answer>a name, a year, yes or no</answer>``; the ``answer`` tool
-    (``{"answer": "..."}``) is offered too, for frameworks that forward only tool calls
-    (``answer_tool=False`` leaves it out). ``info["admissible_actions"]`` lists candidates
+    ``<answer>a name, a year, yes or no</answer>``. ``answer_tool=True`` also offers the
+    suite's ``answer`` tool (``{"answer": "..."}``) for frameworks that forward only tool
+    calls; the framework adapters turn it on by default. ``info["admissible_actions"]`` lists candidates
     for small policies (LLMs need not use it): searches for the entities the question names
     and for the question's words, ``open`` of every title seen and not yet opened, and
     answers among the entities named in the articles opened so far (plus the question's
@@ -140,7 +140,7 @@ class SearchQAEnv(AgentEnv):
         reward_weights: Mapping[str, float] | None = None,
         max_turns: int | None = None,
         render_mode: str | None = None,
-        answer_tool: bool = True,
+        answer_tool: bool = False,
     ):
         if not 1 <= int(top_k) <= 20:
             raise InvalidConfigError(f"top_k must be in 1..20, got {top_k!r}.")

@@ -126,11 +126,12 @@ def test_rewards_exact_match_f1_and_format():
 
 
 def test_the_answer_tool_and_the_call_cap():
-    env = SearchQAEnv()
+    env = SearchQAEnv(answer_tool=True)
     _, info = env.reset(seed=3)
     assert [t["function"]["name"] for t in info["tools"]] == ["search", "open", "answer"]
-    assert "answer" not in [
-        t["function"]["name"] for t in SearchQAEnv(answer_tool=False).reset(seed=3)[1]["tools"]
+    assert [t["function"]["name"] for t in SearchQAEnv().reset(seed=3)[1]["tools"]] == [
+        "search",
+        "open",
     ]
     calls = "".join(render_tool_call("search", {"query": f"word{i}"}) for i in range(MAX_CALLS + 1))
     text = env.step(calls)[0]["text"]
