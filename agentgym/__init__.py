@@ -42,6 +42,34 @@ __all__ = [
     "register",
 ]
 
-from agentgym.registry import discover as _discover
+#: Subpackages reachable as attributes after a plain ``import agentgym`` (imported on first
+#: use, so ``import agentgym`` stays light): ``agentgym.wrappers.Record(...)`` just works.
+_LAZY_SUBMODULES = frozenset(
+    {
+        "agents",
+        "distributed",
+        "envs",
+        "episodes",
+        "evaluation",
+        "integrations",
+        "rl",
+        "simulators",
+        "testing",
+        "trajectory",
+        "vector",
+        "wrappers",
+    }
+)
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+from agentgym.registry import discover as _discover  # noqa: E402
 
 _discover()

@@ -373,11 +373,19 @@ def render_html(
 ) -> str | None:
     """Write the viewer page for ``path`` to ``out`` (or return it as a string if None).
 
-    ``problems``, if given, receives what the read skipped or repaired.
+    ``problems``, if given, receives what the read skipped or repaired. The page is written
+    to a temporary file next to ``out`` and renamed over it when complete, so a failed read
+    leaves no empty or partial page (and an older page at ``out`` survives it).
     """
     if out is None:
         return "".join(iter_html(path, max_episodes=max_episodes, problems=problems))
-    with Path(out).open("w", encoding="utf-8") as f:
-        for piece in iter_html(path, max_episodes=max_episodes, problems=problems):
-            f.write(piece)
+    target = Path(out)
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        with partial.open("w", encoding="utf-8") as f:
+            for piece in iter_html(path, max_episodes=max_episodes, problems=problems):
+                f.write(piece)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
     return None

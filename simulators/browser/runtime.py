@@ -10,7 +10,10 @@ Faults are contained per slot: a crashed renderer or a closed tab gets a fresh t
 reopens the slot's current address (the site's state lives in Python, so nothing the server
 knows is lost); a dead browser is relaunched once for everyone, and each slot reattaches
 lazily on its next call. Tabs are recycled after ``recycle_after`` resets because renderer
-memory drifts over thousands of steps.
+memory drifts over thousands of steps. Chromium is not relaunched once the Playwright driver
+has exited: Ctrl-C reaches the driver too (it shares the terminal's process group) and it
+closes the browser on its way out, so the loss is the interrupt, not a crash; calls then
+fail at once with :class:`BrowserUnavailableError` instead of relaunching over and over.
 
 Nothing leaves the machine: the context routes every request that is not for the site
 server's port on ``*.localhost`` to an abort, and Chromium's host resolver maps every other
@@ -166,6 +169,8 @@ class BrowserRuntime:
         self.server = SiteServer()
         self.generation = 0
         self.restarts = 0
+        self._driver_pids: list[int] = []
+        self._driver_gone = False
         self._slots: dict[int, Slot] = {}
         self._next_slot = 0
         self._pw: Any = None
@@ -175,6 +180,7 @@ class BrowserRuntime:
         self._closed = False
         self._launch_lock: asyncio.Lock | None = None
         self._loop = asyncio.new_event_loop()
+        self._loop.set_exception_handler(self._loop_exception)
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="agentgym-browser", daemon=True
         )
@@ -213,7 +219,9 @@ class BrowserRuntime:
     async def _start(self) -> None:
         self._launch_lock = asyncio.Lock()
         await self.server.start()
+        before = set(_driver_children())
         self._pw = await self._async_playwright().start()
+        self._driver_pids = [pid for pid in _driver_children() if pid not in before]
         await self._launch()
 
     async def _launch_chromium(self, sandboxed: bool) -> Any:
@@ -289,7 +297,12 @@ class BrowserRuntime:
         async with self._launch_lock:
             if self._alive and self._browser is not None and self._browser.is_connected():
                 return
-            logger.warning("Chromium is gone; relaunching it")
+            if self._driver_gone or await self._driver_exiting():
+                self._driver_gone = True
+                raise BrowserUnavailableError(
+                    "the Playwright driver has exited (Ctrl-C, or the process is ending), so "
+                    "Chromium is not relaunched; make the env again in a new process"
+                )
             try:
                 if self._browser is not None:
                     await asyncio.wait_for(self._browser.close(), 5.0)
@@ -297,6 +310,40 @@ class BrowserRuntime:
                 pass
             self.restarts += 1
             await self._launch()
+            logger.warning("Chromium was gone; relaunched it (restart %d)", self.restarts)
+
+    async def _driver_exiting(self, grace_s: float = 1.0) -> bool:
+        """True when the Playwright driver has exited, or does within ``grace_s``.
+
+        On Ctrl-C the driver first closes Chromium, then exits: the browser's disconnect
+        arrives a moment before the driver is gone, so a crash is told from an interrupt
+        by waiting briefly for the driver.
+        """
+        if not self._driver_pids:
+            return False  # not known (driver started elsewhere): relaunch as before
+        deadline = self._loop.time() + grace_s
+        while True:
+            if not any(_process_running(pid) for pid in self._driver_pids):
+                return True
+            if self._loop.time() >= deadline:
+                return False
+            await asyncio.sleep(0.05)
+
+    def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """Playwright leaves an unretrieved 'Connection closed' error behind when its driver
+        exits (Ctrl-C); that is expected then, so it is logged at debug level, not printed."""
+        try:
+            quiet = self._closed or self._driver_gone
+            quiet = quiet or (
+                bool(self._driver_pids)
+                and not any(_process_running(pid) for pid in self._driver_pids)
+            )
+        except Exception:  # interpreter teardown: nothing left worth reporting
+            return
+        if quiet:
+            logger.debug("browser loop after the driver exited: %s", context.get("message"))
+            return
+        loop.default_exception_handler(context)
 
     # -- slots -----------------------------------------------------------------------------
 
@@ -499,6 +546,38 @@ def shutdown_runtime() -> None:
         if _RUNTIME is not None:
             _RUNTIME.close()
             _RUNTIME = None
+
+
+class BrowserUnavailableError(RuntimeError):
+    """The browser cannot be used any more in this process (its Playwright driver exited)."""
+
+
+def _driver_children() -> list[int]:
+    """Process ids of this process's Playwright driver children (``node ... run-driver``)."""
+    me = os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if _parent_pid(entry) != me:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                if b"run-driver" in fh.read().split(b"\0"):
+                    found.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def _process_running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (exited, not yet reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X")
 
 
 def _parent_pid(pid: str) -> int:
