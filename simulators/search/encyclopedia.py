@@ -28,6 +28,8 @@ import numpy as np
 from agentgym.simulators.search.articles import Article, Passage, write_articles
 from agentgym.simulators.search.world import World, build_world
 
+from agentgym.error import DependencyMissingError
+
 #: Words too common to help ranking (questions are full of them).
 STOPWORDS = frozenset(
     [
@@ -109,7 +111,10 @@ class Encyclopedia:
     """Articles of one world, searchable by BM25 and openable by title."""
 
     def __init__(self, world: World):
-        import bm25s
+        try:
+            import bm25s
+        except ImportError as exc:
+            raise DependencyMissingError("bm25s", "pip install 'agentgym[search]'") from exc
 
         self.world = world
         self.articles: list[Article] = write_articles(world)

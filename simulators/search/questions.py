@@ -114,14 +114,6 @@ class Question:
     def answer(self) -> str:
         return self.answers[0]
 
-    @property
-    def yes_no(self) -> bool:
-        return self.answers[0] in ("yes", "no")
-
-    @property
-    def asks_year(self) -> bool:
-        return self.chain[-1:] == ("year",) or self.answers[0].isdigit()
-
 
 def _compose(world: World, start: Entity, chain: list[str], rng: np.random.Generator) -> str:
     """The question text of a chain: nested noun phrases, then the last relation's question."""
@@ -233,7 +225,7 @@ def comparison_question(world: World, rng: np.random.Generator) -> Question:
         ]
         b = world[int(rng.choice(pool))]
         text = f"Were {a.name} and {b.name} born in the same country?"
-        needed = (a.id, a.rel["born_in"], b.id, b.rel["born_in"])
+        needed: tuple[int, ...] = (a.id, a.rel["born_in"], b.id, b.rel["born_in"])
     else:  # films by the same director
         films = world.by_kind["film"]
         while True:
