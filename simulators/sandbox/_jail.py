@@ -20,14 +20,15 @@ are compared with the expected values by the host, never inside the jail.
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import errno
 import gc
+import heapq
 import io
 import json
 import os
 import resource
-import select
 import selectors
 import shutil
 import signal
@@ -147,6 +148,11 @@ DENIED_SYSCALLS = (
     "fanotify_init", "name_to_handle_at", "open_by_handle_at", "acct", "quotactl",
     "syslog", "personality", "mknod", "mknodat", "settimeofday", "clock_settime",
     "sethostname", "setdomainname", "iopl", "ioperm", "lookup_dcookie", "vhangup",
+    # System V and POSIX message-queue IPC: every run and session of a worker would share
+    # the worker's IPC namespace, so an object one creates could be read by the next
+    "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl",
+    "semget", "semop", "semtimedop", "semctl", "ipc", "mq_open", "mq_unlink",
+    "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
 )  # fmt: skip
 _CLONE_NS_FLAGS = 0x7E020000  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET
 
@@ -182,7 +188,175 @@ def install_seccomp(libseccomp: str | None = None) -> None:
 PATH_ENV = "/usr/local/bin:/usr/bin:/bin"
 
 
+class _Timer:
+    """A one-shot callback at a monotonic time; ``cancel`` makes it a no-op."""
+
+    __slots__ = ("fn", "when")
+
+    def __init__(self, when: float, fn):
+        self.when = when
+        self.fn = fn
+
+    def cancel(self) -> None:
+        self.fn = None
+
+    def __lt__(self, other: _Timer) -> bool:
+        return self.when < other.when
+
+
+class Watch:
+    """One running child, watched by the worker's event loop until it ends.
+
+    It ends when the child exits, answers on its control socket (``read_ctl``), floods its
+    output far past the cap, or reaches ``deadline``. Output pipes are drained as they fill
+    (a chatty child never blocks on a full pipe); ``cap`` bytes of each are kept and the rest
+    is counted. ``on_done(result)`` is called exactly once. ``outbox`` is a request still to be
+    written on the control socket, sent as the socket takes it (never blocking the loop).
+    """
+
+    def __init__(
+        self,
+        worker: Worker,
+        *,
+        fds: dict[str, int],
+        cap: int,
+        deadline: float,
+        on_done,
+        pid_fd: int | None = None,
+        result_fd: int | None = None,
+        ctl: socket.socket | None = None,
+        read_ctl=None,
+        outbox: bytes = b"",
+    ):
+        self.worker = worker
+        self.fds = fds
+        self.cap = cap
+        self.bufs = {name: bytearray() for name in fds}
+        self.dropped = dict.fromkeys(fds, 0)
+        self.result_fd = result_fd
+        self.res = bytearray()
+        self.ctl = ctl
+        self.read_ctl = read_ctl
+        self.outbox = memoryview(outbox)
+        self.reply: Any = None
+        self.on_done = on_done
+        self.done = False
+        self.open = set(fds)
+        self.registered: list[int] = []
+        self.writing = bool(self.outbox)
+        self.timer = worker.at(deadline, lambda: self.finish("timeout"))
+        for name, fd in fds.items():
+            self._register(fd, name)
+        if result_fd is not None:
+            self._register(result_fd, "result")
+        if pid_fd is not None:
+            self._register(pid_fd, "exit")
+        if ctl is not None:
+            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.outbox else 0)
+            self._register(ctl.fileno(), "ctl", events)
+            self._send()
+
+    def _register(self, fd: int, name: str, events: int = selectors.EVENT_READ) -> None:
+        self.worker.sel.register(fd, events, (self, name))
+        self.registered.append(fd)
+
+    def _send(self) -> None:
+        assert self.ctl is not None
+        try:
+            while self.outbox:
+                self.outbox = self.outbox[self.ctl.send(self.outbox) :]
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self.finish(None)  # the session closed its end: it is gone
+            return
+        if self.writing and not self.done:
+            self.writing = False
+            self.worker.sel.modify(self.ctl.fileno(), selectors.EVENT_READ, (self, "ctl"))
+
+    def on_event(self, name: str, mask: int) -> None:
+        if self.done:
+            return
+        if name == "exit":
+            self.finish(None)
+        elif name == "ctl":
+            if mask & selectors.EVENT_WRITE:
+                self._send()
+            if mask & selectors.EVENT_READ and not self.done:
+                got = self.read_ctl()
+                if got is not _PENDING:
+                    self.reply = got  # None: a broken channel, the session is lost
+                    self.finish(None)
+        else:
+            fd = self.result_fd if name == "result" else self.fds[name]
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.worker.sel.unregister(fd)
+                self.registered.remove(fd)
+                self.open.discard(name)
+            elif name == "result":
+                if len(self.res) < (16 << 20):
+                    self.res += chunk
+            else:
+                self._keep(name, chunk)
+                if self.dropped[name] > 16 * self.cap:
+                    self.finish("output_limit")
+
+    def _keep(self, name: str, chunk: bytes) -> None:
+        room = self.cap - len(self.bufs[name])
+        if room > 0:
+            self.bufs[name] += chunk[:room]
+        self.dropped[name] += max(0, len(chunk) - max(room, 0))
+
+    def finish(self, status: str | None) -> None:
+        """Stop watching; drain what the pipes already hold; report."""
+        if self.done:
+            return
+        self.done = True
+        self.timer.cancel()
+        for fd in self.registered:
+            self.worker.sel.unregister(fd)
+        self.registered = []
+        for name in self.open:  # the child flushed before it answered or exited
+            try:
+                while len(self.bufs[name]) < self.cap:
+                    chunk = os.read(self.fds[name], 1 << 16)
+                    if not chunk:
+                        break
+                    self._keep(name, chunk)
+            except OSError:
+                pass
+        if self.result_fd is not None:
+            try:
+                while len(self.res) < (16 << 20):
+                    chunk = os.read(self.result_fd, 1 << 16)
+                    if not chunk:
+                        break
+                    self.res += chunk
+            except OSError:
+                pass
+        out: dict[str, Any] = {"status": status, "reply": self.reply,
+                               "result_bytes": bytes(self.res)}  # fmt: skip
+        for name in self.fds:
+            out[name] = bytes(self.bufs[name]).decode("utf-8", errors="replace")
+            out[name + "_dropped"] = self.dropped[name]
+        self.on_done(out)
+
+
 class Worker:
+    """The jailed worker: an event loop serving many runs and session cells at once.
+
+    Nothing here blocks on untrusted code: each run or cell is a forked child watched by a
+    :class:`Watch`, so cells of different sessions run at the same time and the kernel shares
+    the CPU between them (a cpu cgroup per session). Requests and replies carry an ``id``;
+    replies come back in the order runs finish. Operations on one session lineage (a session
+    and its forks: one uid, one set of cgroups) run one at a time, in order. A session is
+    stopped (SIGSTOP) whenever it has no cell running, so no agent code runs between cells.
+    """
+
     def __init__(self, cfg: dict):
         self.cfg = cfg
         self.uid_base: int = cfg["uid_base"]
@@ -195,12 +369,151 @@ class Worker:
         self.sessions: dict[str, dict] = {}
         #: one lineage per session uid: a session and its forks share uid, dir and cgroups
         self.lineages: dict[int, dict] = {}
+        #: uids in use: by a lineage, a one-shot run, or leftovers still being killed
+        self.busy_uids: set[int] = set()
         self.cgroup_roots: dict[str, str] = {
             c: p for c, p in (cfg.get("cgroups") or {}).items() if os.path.isdir(p)
         }
         self.sel = selectors.DefaultSelector()
-        base_vm = _vm_bytes()
-        self.as_limit = base_vm + int(cfg["limits"].get("memory", 512 << 20))
+        self.timers: list[_Timer] = []
+        #: runs and new sessions waiting for memory, pids or a uid
+        self.waiting: collections.deque = collections.deque()
+        #: uids whose processes or cgroups are still going away
+        self.reaping: list[dict] = []
+        self.children: set[int] = set()
+        """Our own child processes still to be waited for (sessions, kill helpers)."""
+        self.ping_waiters: list = []
+        self.wfd = -1
+
+    # ---- the event loop -----------------------------------------------------------------
+
+    def at(self, when: float, fn) -> _Timer:
+        timer = _Timer(when, fn)
+        heapq.heappush(self.timers, timer)
+        return timer
+
+    def serve(self, rfd: int, wfd: int) -> None:
+        self.wfd = wfd
+        self.sel.register(rfd, selectors.EVENT_READ, (None, "host"))
+        while True:
+            timeout = None
+            while self.timers and self.timers[0].fn is None:
+                heapq.heappop(self.timers)
+            if self.timers:
+                timeout = max(0.0, self.timers[0].when - time.monotonic())
+            for key, mask in self.sel.select(timeout):
+                owner, name = key.data
+                if owner is not None:
+                    owner.on_event(name, mask)
+                    continue
+                try:
+                    req = read_frame(rfd)
+                except (EOFError, ValueError):
+                    self._shutdown()
+                    return
+                self._dispatch(req)
+            now = time.monotonic()
+            while self.timers and self.timers[0].when <= now:
+                fn = heapq.heappop(self.timers).fn
+                if fn is not None:
+                    fn()
+
+    def _shutdown(self) -> None:
+        """The host is gone: end every session and wait (a few seconds at most) until the
+        session cgroups are removed, so an orphaned worker leaves nothing behind."""
+        for s in list(self.sessions.values()):
+            self._drop_session(s)
+        until = time.monotonic() + 5.0
+        while self.reaping and time.monotonic() < until:
+            self.reaping = [e for e in self.reaping if not self._reap_entry(e)]
+            time.sleep(0.005)
+
+    def _dispatch(self, req: dict) -> None:
+        sent = []
+
+        def reply(obj: dict) -> None:
+            if not sent:
+                sent.append(True)
+                write_frame(self.wfd, {**obj, "id": req.get("id")})
+
+        op = getattr(self, "op_" + str(req.get("op")), None)
+        try:
+            if op is None:
+                reply({"status": "bad_request"})
+            else:
+                op(req, reply)
+        except Exception:
+            reply({"status": "internal_error", "stderr": traceback.format_exc()})
+
+    # ---- capacity: uids, memory, pids ---------------------------------------------------
+
+    def _free_uid(self, sessions_only: bool) -> int | None:
+        """A uid no live run or session of this worker has (None when all are taken)."""
+        for k in range(1 if sessions_only else 0, self.n_uids):
+            if self.uid_base + k not in self.busy_uids:
+                return self.uid_base + k
+        return None
+
+    def _room(self) -> bool:
+        """Whether the worker's cgroups have room for one more process tree."""
+        pids = self.cgroup_roots.get("pids")
+        if pids is not None:
+            try:
+                current = int(_read(os.path.join(pids, "pids.current")))
+                limit = _read(os.path.join(pids, "pids.max")).strip()
+                if limit != "max" and current + 8 > int(limit):
+                    return False
+            except (OSError, ValueError):
+                pass
+        mem = self.cgroup_roots.get("memory")
+        if mem is not None:
+            try:
+                usage = int(_read(os.path.join(mem, "memory.usage_in_bytes")))
+                limit_b = int(_read(os.path.join(mem, "memory.limit_in_bytes")))
+                if usage + min(256 << 20, limit_b // 8) > limit_b:
+                    return False
+            except (OSError, ValueError):
+                pass
+        return True
+
+    def _admit(self, req: dict, reply, start, sessions_only: bool, wait: float) -> None:
+        """Start ``start(req, reply, uid)`` now, or queue it until a uid and room are free."""
+        uid = self._free_uid(sessions_only)
+        if uid is not None and not self.waiting and self._room():
+            self.busy_uids.add(uid)
+            start(req, reply, uid)
+            return
+        if uid is None and sessions_only:
+            reply({"status": "full", "error": f"this worker already runs {self.n_uids - 1} "
+                   "sessions (one uid each); close some or add workers"})  # fmt: skip
+            return
+        self.waiting.append((req, reply, start, sessions_only, time.monotonic() + wait))
+        if len(self.waiting) == 1:
+            self.at(time.monotonic() + 0.02, self._pump)
+
+    def _pump(self) -> None:
+        """Start waiting work while there is room; expire what waited past its time."""
+        now = time.monotonic()
+        while self.waiting:
+            req, reply, start, sessions_only, until = self.waiting[0]
+            uid = self._free_uid(sessions_only)
+            if uid is not None and self._room():
+                self.waiting.popleft()
+                self.busy_uids.add(uid)
+                start(req, reply, uid)
+                continue
+            if until > now:
+                break
+            self.waiting.popleft()
+            note = ("[the sandbox worker had no free memory, process slots or uids for this "
+                    "within its time limit; it did not run]")  # fmt: skip
+            if req.get("op") == "session_new":
+                reply({"status": "full", "error": note})
+            else:
+                reply({"status": "timeout", "stdout": "", "stderr": note + "\n",
+                       "stdout_dropped": 0, "stderr_dropped": 0, "duration": 0.0})  # fmt: skip
+        if self.waiting:
+            self.at(now + 0.02, self._pump)
 
     # ---- confinement of a forked child --------------------------------------------------
 
@@ -213,10 +526,8 @@ class Worker:
             os.chown(path, uid, uid)
         return path
 
-    # ---- per-session cgroups (memory + disk on tmpfs, processes) ------------------------
-
     def _make_cgroup(self, name: str, limits: dict) -> list[str]:
-        """Sub-cgroups of the worker's own for one uid; limits memory + files and processes."""
+        """Sub-cgroups of the worker's own for one lineage: memory + files, processes, CPU."""
         made = []
         mem = int(limits.get("memory", 512 << 20)) + int(limits.get("disk", 256 << 20))
         for controller, root in self.cgroup_roots.items():
@@ -229,6 +540,8 @@ class Worker:
                             _write(os.path.join(path, knob), str(mem + (64 << 20)))
                 elif controller == "pids":
                     _write(os.path.join(path, "pids.max"), str(int(limits.get("processes", 64))))
+                elif controller == "cpu":
+                    _write(os.path.join(path, "cpu.shares"), "1024")
             except OSError:
                 continue
             made.append(path)
@@ -244,35 +557,16 @@ class Worker:
         return set()
 
     def _kill_cgroup(self, cg: list[str], keep: set[int] = frozenset()) -> int:  # type: ignore[assignment]
-        """SIGKILL every process in ``cg`` except ``keep``; returns how many were killed."""
+        """SIGKILL every process in ``cg`` except ``keep`` (without waiting for them to go)."""
         killed: set[int] = set()
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline:
-            extra = self._cgroup_procs(cg) - set(keep)
-            if not extra:  # dead (zombies leave cgroup.procs), not just signalled
+        for _ in range(8):  # a few rounds catch children forked while the kill went out
+            extra = self._cgroup_procs(cg) - set(keep) - killed
+            if not extra:
                 break
             for pid in extra:
                 _kill(pid)
             killed |= extra
-            _reap()
-            time.sleep(0.0005)
         return len(killed)
-
-    def _remove_cgroup(self, cg: list[str]) -> None:
-        self._kill_cgroup(cg)
-        deadline = time.monotonic() + 5.0
-        for path in cg:
-            while True:
-                try:
-                    os.rmdir(path)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        break
-                    _reap()
-                    time.sleep(0.001)
 
     def _confine(
         self, uid: int, workdir: str, limits: dict, cg: list[str], write_root: str
@@ -346,14 +640,12 @@ class Worker:
                     os.dup2(src, target)
                     os.set_inheritable(target, True)
                     keep.add(target)
-                top = max(keep) + 1
                 for fd in _open_fds():
                     if fd not in keep:
                         try:  # noqa: SIM105
                             os.close(fd)
                         except OSError:
                             pass
-                del top
                 sys.stdout = io.TextIOWrapper(
                     io.FileIO(1, "w", closefd=False),
                     "utf-8",
@@ -369,9 +661,9 @@ class Worker:
                 sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), "utf-8")
                 self._confine(uid, workdir, limits, cg, write_root or workdir)
                 code = body()
-            except BaseException:
+            except BaseException as exc:
                 try:  # noqa: SIM105
-                    traceback.print_exc()
+                    _print_exc(exc)
                 except BaseException:
                     pass
             finally:
@@ -383,168 +675,103 @@ class Worker:
                 os._exit(code if isinstance(code, int) else 1)
         os.close(out_w)
         os.close(err_w)
+        for fd in (out_r, err_r):
+            os.set_blocking(fd, False)
         return pid, out_r, err_r
 
-    def _kill_uid(self, uid: int) -> None:
+    # ---- killing and reaping ------------------------------------------------------------
+
+    def _kill_uid_once(self, uid: int) -> None:
         """SIGKILL every process of ``uid`` (kill(-1) from a helper running as that uid)."""
-        if not self.set_uid:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+                os.kill(-1, signal.SIGKILL)
+            except BaseException:
+                pass
+            os._exit(0)
+        _waitpid(pid)
+
+    def _release_uid(self, uid: int, cg: list[str], dirs: list[str]) -> None:
+        """Kill what is left of ``uid``, remove its cgroups and dirs; free it once all is gone."""
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
+        if cg:
+            self._kill_cgroup(cg)
+        elif self.set_uid and _procs_of(uid):
+            self._kill_uid_once(uid)
+        entry = {"uid": uid, "cg": list(cg), "until": time.monotonic() + 10.0}
+        if self._reap_entry(entry):
+            if self.waiting:
+                self._pump()
             return
-        _reap()
-        if not _procs_of(uid):  # nothing left, and only a live process could make more
-            return
-        deadline = time.monotonic() + 5.0
-        delay = 0.0005
-        while True:
-            pid = os.fork()
-            if pid == 0:
+        self.reaping.append(entry)
+        if len(self.reaping) == 1:
+            self.at(time.monotonic() + 0.002, self._reap_tick)
+
+    def _reap_entry(self, entry: dict) -> bool:
+        """One attempt to finish releasing a uid; True when it is free again."""
+        self._wait_children()
+        uid = entry["uid"]
+        if entry["cg"]:
+            if self._cgroup_procs(entry["cg"]):
+                self._kill_cgroup(entry["cg"])
+                return False
+            left = []
+            for path in entry["cg"]:
                 try:
-                    os.setresgid(uid, uid, uid)
-                    os.setresuid(uid, uid, uid)
-                    os.kill(-1, signal.SIGKILL)
-                except BaseException:
+                    os.rmdir(path)
+                except FileNotFoundError:
                     pass
-                os._exit(0)
-            _waitpid(pid)
-            _reap()
-            if not _procs_of(uid) or time.monotonic() > deadline:
-                return
-            time.sleep(delay)  # killed processes may take a moment to free big memory
-            delay = min(delay * 2, 0.05)
+                except OSError:
+                    left.append(path)
+            entry["cg"] = left
+            if left:
+                return False
+        elif self.set_uid and _procs_of(uid):
+            self._kill_uid_once(uid)
+            return False
+        self.busy_uids.discard(uid)
+        return True
+
+    def _reap_tick(self) -> None:
+        now = time.monotonic()
+        # an entry past its time is given up on: its uid stays taken (never shared)
+        self.reaping = [e for e in self.reaping if not self._reap_entry(e) and e["until"] > now]
+        if self.reaping:
+            self.at(now + 0.005, self._reap_tick)
+        else:
+            self._answer_pings()
+        if self.waiting:
+            self._pump()
+
+    def _wait_children(self) -> None:
+        for pid in list(self.children):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                self.children.discard(pid)
 
     # ---- one-shot executions and grading ------------------------------------------------
 
-    def _collect(
-        self,
-        pid: int,
-        fds: dict[str, int],
-        deadline: float,
-        cap: int,
-        result_fd: int | None = None,
-        ctl=None,
-        ctl_done=None,
-    ) -> dict:
-        """Drain output pipes until ``pid`` exits (or ``ctl_done`` says so) or the deadline."""
-        try:
-            pidfd = os.pidfd_open(pid) if pid else None
-        except OSError:
-            return {
-                "status": "dead",
-                "reply": None,
-                "result_bytes": b"",
-                **{n: "" for n in fds},
-                **{n + "_truncated": 0 for n in fds},
-            }
-        bufs = {name: bytearray() for name in fds}
-        dropped = {name: 0 for name in fds}
-        res_buf = bytearray()
-        sel = self.sel
-        for name, fd in fds.items():
-            sel.register(fd, selectors.EVENT_READ, name)
-        if result_fd is not None:
-            sel.register(result_fd, selectors.EVENT_READ, "result")
-        if pidfd is not None:
-            sel.register(pidfd, selectors.EVENT_READ, "exit")
-        if ctl is not None:
-            sel.register(ctl, selectors.EVENT_READ, "ctl")
-        status = None
-        reply = None
-        over = False
-        open_fds = set(fds)
-        try:
-            while True:
-                timeout = deadline - time.monotonic()
-                if timeout <= 0:
-                    status = "timeout"
-                    break
-                events = sel.select(timeout)
-                done = False
-                for key, _ in events:
-                    name = key.data
-                    if name == "exit":
-                        done = True
-                        continue
-                    if name == "ctl":
-                        got_reply = ctl_done()
-                        if got_reply is _PENDING:
-                            continue
-                        reply = got_reply
-                        done = True
-                        continue
-                    try:
-                        chunk = os.read(key.fd, 1 << 16)
-                    except OSError:
-                        chunk = b""
-                    if not chunk:
-                        sel.unregister(key.fd)
-                        open_fds.discard(name)
-                        continue
-                    if name == "result":
-                        if len(res_buf) < (16 << 20):
-                            res_buf += chunk
-                        continue
-                    room = cap - len(bufs[name])
-                    if room > 0:
-                        bufs[name] += chunk[:room]
-                    dropped[name] += max(0, len(chunk) - max(room, 0))
-                    if dropped[name] > 16 * cap:
-                        over = True
-                if over:
-                    status = "output_limit"
-                    break
-                if done:
-                    break
-            # the child is gone (or we gave up): drain what is already in the pipes
-            for name, fd in fds.items():
-                if name in open_fds:
-                    os.set_blocking(fd, False)
-                    try:
-                        while len(bufs[name]) < cap:
-                            chunk = os.read(fd, 1 << 16)
-                            if not chunk:
-                                break
-                            room = cap - len(bufs[name])
-                            bufs[name] += chunk[:room]
-                            dropped[name] += max(0, len(chunk) - room)
-                    except BlockingIOError:
-                        pass
-                    except OSError:
-                        pass
-            if result_fd is not None:
-                os.set_blocking(result_fd, False)
-                try:
-                    while len(res_buf) < (16 << 20):
-                        chunk = os.read(result_fd, 1 << 16)
-                        if not chunk:
-                            break
-                        res_buf += chunk
-                except OSError:
-                    pass
-        finally:
-            for registered in list(sel.get_map()):
-                sel.unregister(registered)
-            if pidfd is not None:
-                os.close(pidfd)
-        out: dict[str, Any] = {}
-        for name in fds:
-            text = bytes(bufs[name]).decode("utf-8", errors="replace")
-            out[name] = text
-            out[name + "_truncated"] = dropped[name]
-        out["status"] = status
-        out["reply"] = reply
-        out["result_bytes"] = bytes(res_buf)
-        return out
-
-    def op_exec(self, req: dict) -> dict:
+    def op_exec(self, req: dict, reply) -> None:
         limits = {**self.cfg["limits"], **req.get("limits", {})}
-        uid = self.uid_base
+        timeout = float(req.get("timeout", limits.get("timeout", 10.0)))
+        self._admit(req, reply, self._start_exec, False, timeout)
+
+    def _start_exec(self, req: dict, reply, uid: int) -> None:
+        limits = {**self.cfg["limits"], **req.get("limits", {})}
         workdir = self._new_workdir(uid)
-        files = req.get("files") or {}
-        for name, content in files.items():
-            safe = os.path.basename(name)
-            with open(os.path.join(workdir, safe), "w") as fh:
+        for name, content in (req.get("files") or {}).items():
+            safe = os.path.join(workdir, os.path.basename(name))
+            with open(safe, "w") as fh:
                 fh.write(content)
             if self.set_uid:
-                os.chown(os.path.join(workdir, safe), uid, uid)
+                os.chown(safe, uid, uid)
         code = req["code"]
         grade = req.get("grade")  # {"fn": name, "calls": [[args], ...]}
         res_r = res_w = None
@@ -559,18 +786,14 @@ class Worker:
         start = time.monotonic()
         timeout = float(req.get("timeout", limits.get("timeout", 10.0)))
         # one-shot runs stay in the worker's cgroups (moving a process between cgroup v1
-        # groups costs milliseconds); their files are removed when they end
+        # groups costs milliseconds); a uid of their own keeps them apart while they run
         pid, out_r, err_r = self._spawn(uid, workdir, limits, body, extra, [])
         if res_w is not None:
             os.close(res_w)
-        try:
-            got = self._collect(
-                pid,
-                {"stdout": out_r, "stderr": err_r},
-                start + timeout,
-                int(limits.get("output", 64 << 10)),
-                res_r,
-            )
+            os.set_blocking(res_r, False)
+        pidfd = _pidfd(pid)
+
+        def done(got: dict) -> None:
             status = got["status"]
             if status is not None:
                 _kill(pid)
@@ -579,94 +802,95 @@ class Worker:
             except OSError:
                 pass
             wstatus = _waitpid(pid)
-            self._kill_uid(uid)
-        finally:
-            os.close(out_r)
-            os.close(err_r)
-            if res_r is not None:
-                os.close(res_r)
-            shutil.rmtree(workdir, ignore_errors=True)
-            _reap()
-        elapsed = time.monotonic() - start
-        exit_code, sig = _decode_status(wstatus)
-        if status is None:
-            status = "ok" if exit_code == 0 else ("killed" if sig else "error")
-        reply = {
-            "status": status, "exit_code": exit_code, "signal": sig,
-            "stdout": got["stdout"], "stderr": got["stderr"],
-            "stdout_dropped": got["stdout_truncated"], "stderr_dropped": got["stderr_truncated"],
-            "duration": elapsed,
-        }  # fmt: skip
-        if grade is not None:
-            reply["results"] = _parse_results(got["result_bytes"], len(grade["calls"]))
-        return reply
+            for fd in (out_r, err_r, res_r, pidfd):
+                if fd is not None:
+                    os.close(fd)
+            self._release_uid(uid, [], [workdir])
+            exit_code, sig = _decode_status(wstatus)
+            if status is None:
+                status = "ok" if exit_code == 0 else ("killed" if sig else "error")
+            out = {
+                "status": status, "exit_code": exit_code, "signal": sig,
+                "stdout": got["stdout"], "stderr": got["stderr"],
+                "stdout_dropped": got["stdout_dropped"], "stderr_dropped": got["stderr_dropped"],
+                "duration": time.monotonic() - start,
+            }  # fmt: skip
+            if grade is not None:
+                out["results"] = _parse_results(got["result_bytes"], len(grade["calls"]))
+            reply(out)
+
+        Watch(self, fds={"stdout": out_r, "stderr": err_r}, cap=int(limits.get("output", 64 << 10)),
+              deadline=start + timeout, on_done=done, pid_fd=pidfd, result_fd=res_r)  # fmt: skip
 
     # ---- sessions -----------------------------------------------------------------------
 
-    def _session_uid(self) -> int | None:
-        """A uid no live session of this worker has (None when all are taken: never shared)."""
-        for k in range(1, self.n_uids):
-            if self.uid_base + k not in self.lineages:
-                return self.uid_base + k
-        return None
+    def op_session_new(self, req: dict, reply) -> None:
+        self._admit(req, reply, self._start_session, True, 20.0)
 
-    def op_session_new(self, req: dict) -> dict:
+    def _start_session(self, req: dict, reply, uid: int) -> None:
         limits = {**self.cfg["limits"], **req.get("limits", {})}
         # the CPU rlimit counts over the session's whole life, not per cell: allow 10 times more
         limits["cpu_seconds"] = int(limits.get("cpu_seconds", 10)) * 10
-        uid = self._session_uid()
-        if uid is None:
-            return {"status": "full", "error": f"this worker already runs {self.n_uids - 1} "
-                    "sessions (one uid each); close some or add workers"}  # fmt: skip
         root = self._new_workdir(uid)  # the lineage's directory; forks get siblings in it
         workdir = self._new_workdir(uid, root)
         cg = self._make_cgroup(f"u{uid}", limits)
         ours, theirs = socket.socketpair()
-        theirs_fd = theirs.fileno()
 
         def body() -> int:
             return _session_main(3)
 
-        pid, out_r, err_r = self._spawn(uid, workdir, limits, body, {3: theirs_fd}, cg, root)
+        pid, out_r, err_r = self._spawn(uid, workdir, limits, body, {3: theirs.fileno()}, cg, root)
         theirs.close()
         ours.setblocking(False)
+        self.children.add(pid)
         sid = f"s{self.counter}"
-        self.lineages[uid] = {"dir": root, "cg": cg, "pids_fd": _open_counter(cg)}
+        self.lineages[uid] = {"dir": root, "cg": cg, "pids_fd": _open_counter(cg),
+                              "queue": collections.deque(), "busy": False}  # fmt: skip
         self.sessions[sid] = {
-            "pid": pid, "pidfd": _pidfd(pid), "uid": uid, "workdir": workdir, "ctl": ours,
-            "out": out_r, "err": err_r, "limits": limits, "buf": bytearray(),
+            "sid": sid, "pid": pid, "pidfd": _pidfd(pid), "uid": uid, "workdir": workdir, "ctl": ours,
+            "out": out_r, "err": err_r, "limits": limits, "buf": bytearray(), "watch": None,
         }  # fmt: skip
-        return {"sid": sid}
+        reply({"sid": sid})
 
     def _session(self, req: dict) -> dict | None:
         return self.sessions.get(req.get("sid", ""))
 
-    def _send_ctl(self, s: dict, msg: dict, timeout: float) -> bool:
-        """Send one control frame; drops whatever the session wrote on its own first."""
-        ctl = s["ctl"]
+    def _lineage_op(self, s: dict, start) -> None:
+        """Run ``start()`` when the session's lineage is idle (its ops run one at a time)."""
+        lineage = self.lineages[s["uid"]]
+        if lineage["busy"]:
+            lineage["queue"].append(start)
+        else:
+            lineage["busy"] = True
+            start()
+
+    def _lineage_next(self, uid: int) -> None:
+        lineage = self.lineages.get(uid)
+        if lineage is None:
+            return
+        if lineage["queue"]:
+            lineage["queue"].popleft()()
+        else:
+            lineage["busy"] = False
+
+    def _signal(self, s: dict, sig: int) -> None:
+        if s.get("pidfd") is not None:
+            try:  # noqa: SIM105
+                signal.pidfd_send_signal(s["pidfd"], sig)
+            except OSError:
+                pass
+
+    def _frame_for(self, s: dict, msg: dict) -> bytes:
+        """A control frame for ``s``, after dropping whatever its code wrote on the socket."""
         s["buf"].clear()
         try:
-            while ctl.recv(1 << 16):
+            while s["ctl"].recv(1 << 16):
                 pass
-        except (BlockingIOError, InterruptedError):
-            pass
         except OSError:
-            return False
+            pass
         s["nonce"] = os.urandom(8).hex()
         data = json.dumps({**msg, "n": s["nonce"]}).encode()
-        view = memoryview(_HDR.pack(len(data)) + data)
-        deadline = time.monotonic() + timeout
-        try:
-            while view:
-                try:
-                    view = view[ctl.send(view) :]
-                except BlockingIOError:
-                    left = deadline - time.monotonic()
-                    if left <= 0 or not select.select([], [ctl], [], left)[1]:
-                        return False
-        except OSError:
-            return False
-        return True
+        return _HDR.pack(len(data)) + data
 
     def _read_ctl(self, s: dict) -> Any:
         """What the session's control socket has: a reply dict, _PENDING, or None (broken).
@@ -704,30 +928,54 @@ class Worker:
         del buf[: start + 4 + n]
         return reply if isinstance(reply, dict) else None
 
-    def _session_call(self, s: dict, msg: dict, timeout: float) -> dict:
-        start = time.monotonic()
-        if not self._send_ctl(s, msg, timeout):
-            self._drop_session(s)
-            return {"status": "dead", "stdout": "", "stderr": "", "duration": 0.0}
-        got = self._collect(s["pid"], {"stdout": s["out"], "stderr": s["err"]}, start + timeout,
-                            int(s["limits"].get("output", 64 << 10)), None, s["ctl"].fileno(),
-                            lambda: self._read_ctl(s))  # fmt: skip
-        reply = got["reply"]
-        status = got["status"]
-        if status is None and reply is None:
-            status = "dead"
-        oom = False
-        if status is not None:  # timeout, output flood or the session died: it is gone
-            lineage = self.lineages.get(s["uid"])
-            oom = status == "dead" and lineage is not None and _oom_killed(lineage["cg"])
-            self._drop_session(s)
-        else:
-            status = "ok" if reply.get("ok") is True else "error"
-        return {
-            "status": status, "stdout": got["stdout"], "stderr": got["stderr"],
-            "stdout_dropped": got["stdout_truncated"], "stderr_dropped": got["stderr_truncated"],
-            "duration": time.monotonic() - start, "reply": reply, "oom": oom,
-        }  # fmt: skip
+    def _session_call(
+        self, s: dict, msg: dict, deadline: float, on_done, read_ctl=None, prepare=None
+    ) -> None:
+        """Wake the session, send ``msg``, and report its answer (or its end) to ``on_done``.
+
+        ``on_done(out)`` gets the output and a ``status`` that is None when the session
+        answered. Before that, ``prepare(out)`` (if given) runs, the lineage is swept and the
+        session is stopped again; after it, the lineage's next queued operation starts.
+        """
+        uid = s["uid"]
+        self._signal(s, signal.SIGCONT)
+
+        def done(got: dict) -> None:
+            s["watch"] = None
+            status = got["status"]
+            reply = got["reply"]
+            if status is None and reply is None:
+                status = "dead"
+            got["status"] = status
+            oom = False
+            if status is not None:  # timeout, output flood or the session died: it is gone
+                lineage = self.lineages.get(uid)
+                oom = status == "dead" and lineage is not None and _oom_killed(lineage["cg"])
+                self._drop_session(s)
+            got["oom"] = oom
+            if prepare is not None:
+                prepare(got)
+            got["note"] = self._sweep(uid)
+            if s.get("pidfd") is not None and s is self.sessions.get(s["sid"]):
+                self._signal(s, signal.SIGSTOP)  # no agent code runs between cells
+            try:
+                on_done(got)
+            finally:
+                self._lineage_next(uid)
+
+        gone = s is not self.sessions.get(s["sid"])  # lost while this operation waited
+        if gone or time.monotonic() >= deadline:
+            done({"status": "dead" if gone else "timeout", "reply": None, "stdout": "", "stderr": "",
+                  "stdout_dropped": 0, "stderr_dropped": 0, "result_bytes": b""})  # fmt: skip
+            return
+        watch = Watch(
+            self, fds={"stdout": s["out"], "stderr": s["err"]},
+            cap=int(s["limits"].get("output", 64 << 10)), deadline=deadline, on_done=done,
+            pid_fd=s["pidfd"], ctl=s["ctl"], read_ctl=read_ctl or (lambda: self._read_ctl(s)),
+            outbox=self._frame_for(s, msg),
+        )  # fmt: skip
+        if not watch.done:
+            s["watch"] = watch
 
     def _sweep(self, uid: int) -> str:
         """After every session call: kill what the lineage left running besides its sessions.
@@ -772,98 +1020,130 @@ class Worker:
         extra = procs - set(members)
         if extra:
             keep = {p for p in members if p not in threaded}
-            n = self._kill_cgroup(cg, keep) if cg else 0
-            if not cg:
+            if cg:
+                n = self._kill_cgroup(cg, keep)
+            else:
                 for pid in extra:
                     _kill(pid)
                 n = len(extra)
-                _reap()
             notes.append(f"[{n} background process(es) still running when the cell ended "
                          "were killed]")  # fmt: skip
         return "\n".join(notes)
 
-    def op_session_run(self, req: dict) -> dict:
+    def op_session_run(self, req: dict, reply) -> None:
         s = self._session(req)
         if s is None:
-            return {"status": "dead", "stdout": "", "stderr": "", "duration": 0.0}
-        timeout = float(req.get("timeout", s["limits"].get("timeout", 10.0)))
-        out = self._session_call(s, {"op": "run", "code": req["code"]}, timeout)
-        out.pop("reply", None)
-        note = self._sweep(s["uid"])
-        if out.pop("oom", False):
-            limits = s["limits"]
-            quota = (int(limits.get("memory", 0)) + int(limits.get("disk", 0))) >> 20
-            note = (f"[the session was killed: its memory plus files reached its quota of "
-                    f"{quota} MB; it will be rebuilt from the previous cells]")  # fmt: skip
-        if note:
-            out["stderr"] += (
-                ("\n" if out["stderr"] and not out["stderr"].endswith("\n") else "") + note + "\n"
-            )
-            if self._session(req) is None and out["status"] in ("ok", "error"):
-                out["status"] = "dead"
-        return out
+            reply({"status": "dead", "stdout": "", "stderr": "", "duration": 0.0})
+            return
+        start = time.monotonic()
+        deadline = start + float(req.get("timeout", s["limits"].get("timeout", 10.0)))
 
-    def op_session_digest(self, req: dict) -> dict:
-        s = self._session(req)
-        if s is None:
-            return {"status": "dead", "digest": None}
-        out = self._session_call(s, {"op": "digest"}, 5.0)
-        self._sweep(s["uid"])
-        reply = out.get("reply") or {}
-        digest = reply.get("digest")
-        return {"status": out["status"], "digest": digest if isinstance(digest, str) else None}
+        def done(out: dict) -> None:
+            note = out["note"]
+            if out["oom"]:
+                limits = s["limits"]
+                quota = (int(limits.get("memory", 0)) + int(limits.get("disk", 0))) >> 20
+                note = (f"[the session was killed: its memory plus files reached its quota of "
+                        f"{quota} MB; it will be rebuilt from the previous cells]")  # fmt: skip
+            status = out["status"]
+            if status is None:
+                status = "ok" if out["reply"].get("ok") is True else "error"
+            stderr = out["stderr"]
+            if note:
+                stderr += ("\n" if stderr and not stderr.endswith("\n") else "") + note + "\n"
+                if self._session(req) is None and status in ("ok", "error"):
+                    status = "dead"
+            reply({"status": status, "stdout": out["stdout"], "stderr": stderr,
+                   "stdout_dropped": out["stdout_dropped"],
+                   "stderr_dropped": out["stderr_dropped"],
+                   "duration": time.monotonic() - start})  # fmt: skip
 
-    def op_session_fork(self, req: dict) -> dict:
+        self._lineage_op(
+            s, lambda: self._session_call(s, {"op": "run", "code": req["code"]}, deadline, done)
+        )
+
+    def op_session_digest(self, req: dict, reply) -> None:
         s = self._session(req)
         if s is None:
-            return {"status": "dead"}
+            reply({"status": "dead", "digest": None})
+            return
+
+        def done(out: dict) -> None:
+            digest = (out["reply"] or {}).get("digest")
+            status = out["status"] or "ok"
+            reply({"status": status, "digest": digest if isinstance(digest, str) else None})
+
+        deadline = time.monotonic() + 5.0
+        self._lineage_op(s, lambda: self._session_call(s, {"op": "digest"}, deadline, done))
+
+    def op_session_fork(self, req: dict, reply) -> None:
+        s = self._session(req)
+        if s is None:
+            reply({"status": "dead"})
+            return
+        deadline = time.monotonic() + 5.0  # the copy of the work dir happens first
+        self._lineage_op(s, lambda: self._start_fork(s, deadline, reply))
+
+    def _start_fork(self, s: dict, deadline: float, reply) -> None:
         lineage = self.lineages[s["uid"]]
         workdir = self._new_workdir(s["uid"], lineage["dir"])
-        ctl = s["ctl"]
-        fds: list[int] = []
-        pidfd = None
-        try:
-            if not self._send_ctl(s, {"op": "fork", "dir": workdir}, 5.0):
-                raise OSError("control channel closed")
-            deadline = time.monotonic() + 5.0  # the copy of the work dir happens first
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0 or not select.select([ctl], [], [], left)[0]:
-                    raise TimeoutError
-                try:
-                    msg, fds, _, _ = socket.recv_fds(ctl, 4096, 3)
-                    break
-                except BlockingIOError:
-                    continue
-            info = json.loads(msg[4:]) if len(msg) > 4 else {}
+        got_fds: list[int] = []
+
+        def read_fork_reply() -> Any:
+            try:
+                msg, fds, _, _ = socket.recv_fds(s["ctl"], 4096, 3)
+            except (BlockingIOError, InterruptedError):
+                return _PENDING
+            except OSError:
+                return None
+            got_fds.extend(fds)
+            try:
+                info = json.loads(msg[4:]) if len(msg) > 4 else {}
+            except ValueError:
+                info = None
+            return {"fork": info} if isinstance(info, dict) else {"fork": None}
+
+        def prepare(out: dict) -> None:
+            """Check the copy and make it a session of its own, before the lineage sweep."""
+            info = (out["reply"] or {}).get("fork") if out["status"] is None else None
             pid = info.get("pid") if isinstance(info, dict) else None
-            if len(fds) != 3 or not isinstance(pid, int) or isinstance(pid, bool):
-                raise OSError("bad fork reply")
+            pidfd = None
+            ok = len(got_fds) == 3 and isinstance(pid, int) and not isinstance(pid, bool)
             # trust no pid the session reports: it must be a live child of the session
             # process, of the session's uid, not yet known; held by a pidfd from now on
-            pidfd = _pidfd(pid)
-            if pidfd is None or not self._is_fork_of(pid, s):
-                raise OSError("forged fork reply")
-        except Exception:
-            for fd in fds:
-                os.close(fd)
-            if pidfd is not None:
-                os.close(pidfd)
-            self._drop_session(s)
-            shutil.rmtree(workdir, ignore_errors=True)
-            self._sweep(s["uid"])
-            return {"status": "dead"}
-        self.counter += 1
-        sid = f"s{self.counter}"
-        child_ctl = socket.socket(fileno=fds[0])
-        child_ctl.setblocking(False)
-        self.sessions[sid] = {
-            "pid": pid, "pidfd": pidfd, "uid": s["uid"], "workdir": workdir,
-            "ctl": child_ctl, "out": fds[1], "err": fds[2], "limits": s["limits"],
-            "buf": bytearray(),
-        }  # fmt: skip
-        self._sweep(s["uid"])
-        return {"status": "ok", "sid": sid}
+            if ok:
+                pidfd = _pidfd(pid)
+                ok = pidfd is not None and self._is_fork_of(pid, s)
+            if not ok:
+                for fd in got_fds:
+                    os.close(fd)
+                if pidfd is not None:
+                    os.close(pidfd)
+                self._drop_session(s)
+                shutil.rmtree(workdir, ignore_errors=True)
+                out["fork_sid"] = None
+                return
+            self.counter += 1
+            sid = f"s{self.counter}"
+            child_ctl = socket.socket(fileno=got_fds[0])
+            child_ctl.setblocking(False)
+            for fd in got_fds[1:]:
+                os.set_blocking(fd, False)
+            self.sessions[sid] = {
+                "sid": sid, "pid": pid, "pidfd": pidfd, "uid": s["uid"], "workdir": workdir,
+                "ctl": child_ctl, "out": got_fds[1], "err": got_fds[2], "limits": s["limits"],
+                "buf": bytearray(), "watch": None,
+            }  # fmt: skip
+            self._signal(self.sessions[sid], signal.SIGSTOP)
+            out["fork_sid"] = sid
+
+        def done(out: dict) -> None:
+            sid = out.get("fork_sid")
+            reply({"status": "ok", "sid": sid} if sid else {"status": "dead"})
+
+        self._session_call(
+            s, {"op": "fork", "dir": workdir}, deadline, done, read_fork_reply, prepare
+        )
 
     def _is_fork_of(self, pid: int, parent: dict) -> bool:
         if any(v["pid"] == pid for v in self.sessions.values()) or pid == os.getpid():
@@ -879,11 +1159,11 @@ class Worker:
             return False
         return uids == {parent["uid"]} if self.set_uid else True
 
-    def op_session_close(self, req: dict) -> dict:
+    def op_session_close(self, req: dict, reply) -> None:
         s = self._session(req)
         if s is not None:
             self._drop_session(s)
-        return {"status": "ok"}
+        reply({"status": "ok"})
 
     def _drop_session(self, s: dict) -> None:
         sid = next((k for k, v in self.sessions.items() if v is s), None)
@@ -896,7 +1176,11 @@ class Worker:
                 signal.pidfd_send_signal(pidfd, signal.SIGKILL)
             except OSError:
                 pass
+        if s.get("watch") is not None:  # an operation in flight ends as "dead"
+            s["watch"].finish(None)
+        if pidfd is not None:
             os.close(pidfd)
+            s["pidfd"] = None
         for key in ("out", "err"):
             try:  # noqa: SIM105
                 os.close(s[key])
@@ -910,38 +1194,37 @@ class Worker:
             if lineage is not None:
                 if lineage.get("pids_fd") is not None:
                     os.close(lineage["pids_fd"])
-                if lineage["cg"]:
-                    self._remove_cgroup(lineage["cg"])
-                self._kill_uid(uid)
-                shutil.rmtree(lineage["dir"], ignore_errors=True)
-        _reap()
+                for queued in lineage["queue"]:  # operations that waited for a lost lineage
+                    queued()
+                self._release_uid(uid, lineage["cg"], [lineage["dir"]])
+        self._wait_children()
 
     # ---- misc ---------------------------------------------------------------------------
 
-    def op_ping(self, req: dict) -> dict:
-        return {"status": "ok", "pid": os.getpid(), "rss": _rss_bytes(),
+    def op_ping(self, req: dict, reply) -> None:
+        """Stats; answered once no uid is still being released (so counts are settled)."""
+        self.ping_waiters.append(reply)
+        if not self.reaping:
+            self._answer_pings()
+        elif len(self.ping_waiters) == 1:
+            self.at(time.monotonic() + 5.0, self._answer_pings)
+
+    def _answer_pings(self) -> None:
+        waiters, self.ping_waiters = self.ping_waiters, []
+        if not waiters:
+            return
+        self._wait_children()
+        info = {"status": "ok", "pid": os.getpid(), "rss": _rss_bytes(),
                 "sessions": len(self.sessions), "layers": self.cfg["layers"],
-                "lineages": len(self.lineages),
+                "lineages": len(self.lineages), "busy_uids": len(self.busy_uids),
+                "waiting": len(self.waiting),
                 "workdirs": len(os.listdir(self.work_root)),
                 "cgroups": sum(len([d for d in os.listdir(r) if os.path.isdir(os.path.join(r, d))])
                                for r in self.cgroup_roots.values()),
                 "children": len([p for p in os.listdir("/proc") if p.isdigit()]),
                 "landlock_abi": self.landlock}  # fmt: skip
-
-    def serve(self, rfd: int, wfd: int) -> None:
-        while True:
-            try:
-                req = read_frame(rfd)
-            except EOFError:
-                break
-            op = getattr(self, "op_" + str(req.get("op")), None)
-            try:
-                reply = op(req) if op else {"status": "bad_request"}
-            except Exception:
-                reply = {"status": "internal_error", "stderr": traceback.format_exc()}
-            write_frame(wfd, reply)
-        for s in list(self.sessions.values()):
-            self._drop_session(s)
+        for reply in waiters:
+            reply(info)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1019,6 +1302,12 @@ def _parse_results(raw: bytes, n: int) -> list:
 
 
 def _session_main(ctl_fd: int) -> int:
+    """A session's loop: run cells sent on the control socket, answer on it.
+
+    The cell's code may break the socket (close fd 3, point it elsewhere, replace this loop):
+    then the session ends quietly and the worker rebuilds it; it never prints the jail's
+    internals.
+    """
     ctl = socket.socket(fileno=ctl_fd)
     g: dict = {"__name__": "__main__", "__builtins__": __builtins__}
     while True:
@@ -1042,13 +1331,21 @@ def _session_main(ctl_fd: int) -> int:
                 sys.stderr.flush()
             except BaseException:
                 pass
-            _reply(ctl, msg, {"ok": ok})
+            answer: dict = {"ok": ok}
         elif op == "digest":
-            _reply(ctl, msg, {"ok": True, "digest": _digest(g)})
+            answer = {"ok": True, "digest": _digest(g)}
         elif op == "fork":
-            ctl = _session_fork(ctl, str(msg.get("dir", "")))
+            try:
+                ctl = _session_fork(ctl, str(msg.get("dir", "")))
+            except OSError:
+                return 0
+            continue
         else:
-            _reply(ctl, msg, {"ok": False})
+            answer = {"ok": False}
+        try:
+            _reply(ctl, msg, answer)
+        except OSError:
+            return 0
 
 
 def _reply(ctl: socket.socket, msg: dict, obj: dict) -> None:
@@ -1141,6 +1438,11 @@ def _write(path: str, text: str) -> None:
         fh.write(text)
 
 
+def _read(path: str) -> str:
+    with open(path) as fh:
+        return fh.read()
+
+
 def _pidfd(pid: int) -> int | None:
     try:
         return os.pidfd_open(pid)
@@ -1180,10 +1482,20 @@ def _threads(pid: int) -> int:
 
 def _print_exc(exc: BaseException) -> None:
     """Print a traceback without the jail's own frames (the model sees only its code)."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
-        tb = tb.tb_next
-    traceback.print_exception(type(exc), exc, tb)
+    te = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+    seen: set[int] = set()
+    todo = [te]
+    while todo:  # this exception and every one chained to it
+        cur = todo.pop()
+        if id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        cur.stack = traceback.StackSummary.from_list(
+            [f for f in cur.stack if f.filename != __file__]
+        )
+        todo += [e for e in (cur.__cause__, cur.__context__) if e is not None]
+        todo += list(getattr(cur, "exceptions", None) or [])
+    sys.stderr.write("".join(te.format()))
 
 
 def _copy_tree(src: str, dst: str) -> None:
@@ -1226,16 +1538,6 @@ def _waitpid(pid: int) -> int:
             continue
         except ChildProcessError:
             return 0
-
-
-def _reap() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
 
 
 def _procs_of(uid: int) -> list[int]:

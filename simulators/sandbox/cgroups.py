@@ -1,4 +1,4 @@
-"""Per-worker cgroup v1 directories (memory and pids) and their clean removal."""
+"""Per-worker cgroup v1 directories (memory, pids, cpu) and their clean removal."""
 
 from __future__ import annotations
 
@@ -10,16 +10,23 @@ from agentgym.simulators.sandbox.layers import CGROUP_ROOT
 
 #: All sandbox cgroups live below this directory of each controller.
 PARENT = "agentgym-sandbox"
+#: The cgroup v1 controllers the sandbox uses.
+CONTROLLERS = ("memory", "pids", "cpu")
 
 
 class WorkerCgroup:
-    """A memory and/or pids cgroup for one worker and everything it forks."""
+    """A memory, pids and cpu cgroup for one worker and everything it forks.
 
-    def __init__(self, name: str, *, memory: int | None, pids: int | None):
+    The worker makes a sub-cgroup of each per session lineage (memory and disk quota,
+    process limit, an equal CPU weight).
+    """
+
+    def __init__(self, name: str, *, memory: int | None, pids: int | None, cpu: bool = False):
         self.paths: list[str] = []
         for controller, limit_file, limit in (
             ("memory", "memory.limit_in_bytes", memory),
             ("pids", "pids.max", pids),
+            ("cpu", "cpu.shares", 1024 if cpu else None),
         ):
             if limit is None:
                 continue
@@ -123,7 +130,7 @@ def live_cgroups(owner_pid: int | None = None) -> list[str]:
     the workers started by process ``owner_pid``."""
     out = []
     prefix = f"w{owner_pid}-" if owner_pid is not None else ""
-    for controller in ("memory", "pids"):
+    for controller in CONTROLLERS:
         parent = os.path.join(CGROUP_ROOT, controller, PARENT)
         if os.path.isdir(parent):
             out += [

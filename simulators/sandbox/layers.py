@@ -28,6 +28,7 @@ LAYER_DOCS: dict[str, str] = {
     "uid": "a non-root uid per worker slot (kill -1, /proc and files of other slots fail)",
     "cgroup_memory": "cgroup v1 memory limit per worker (memory bombs)",
     "cgroup_pids": "cgroup v1 pids limit per worker (fork and thread bombs)",
+    "cgroup_cpu": "cgroup v1 cpu weight per session (a spinning cell gets only its fair share)",
     "seccomp": "seccomp deny-list: no sockets but socketpair, no ptrace/mount/unshare/bpf/...",
     "landlock": "Landlock: writes only in the run's work dir, no signals outside the run",
     "rlimits": "rlimits: address space, CPU time, file size, open files, processes, no core",
@@ -107,7 +108,7 @@ def detect_layers() -> dict[str, Layer]:
         if root
         else "not root: cannot switch uids (user namespace + Landlock + seccomp instead)",
     )
-    for ctl in ("memory", "pids"):
+    for ctl in ("memory", "pids", "cpu"):
         if root:
             ok, detail = _cgroup_works(ctl)
         else:

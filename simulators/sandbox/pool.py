@@ -7,10 +7,12 @@ Example (needs a host where the sandbox can isolate; see ``agentgym doctor``):
     ...     pool.run("print(6 * 7)").stdout
     '42\\n'
 
-Jobs wait in one queue served by one thread per worker. ``submit`` blocks once
-``max_pending`` jobs are waiting (backpressure). A worker that dies is restarted on its next
-job; one without sessions is recycled after ``recycle_after`` runs or when its memory grows
-past ``recycle_rss``.
+Every job goes straight to a worker, and a worker runs all its jobs and session cells at
+once: the kernel shares the CPU between them, and the worker's memory and process limits (not
+the number of workers) bound how many run together. ``submit`` blocks once ``max_pending``
+jobs are unfinished (backpressure). A worker that dies is restarted on its next job; one
+without sessions is recycled after ``recycle_after`` runs or when its memory grows past
+``recycle_rss``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import asyncio
 import atexit
 import itertools
 import os
-import queue
 import threading
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -34,6 +35,7 @@ from agentgym.simulators.sandbox.worker import (
     Limits,
     SandboxConfig,
     WorkerCrashedError,
+    host_memory,
 )
 
 _TRUNC = "\n[... {n} more bytes of {stream} dropped]"
@@ -91,7 +93,7 @@ class ExecResult:
 
 
 class SandboxPool:
-    """``workers`` jailed workers (default: one per CPU) behind one job queue."""
+    """``workers`` jailed workers (default: one per CPU), each running many jobs at once."""
 
     def __init__(
         self,
@@ -103,23 +105,16 @@ class SandboxPool:
         self._pid = os.getpid()
         self.config = config or SandboxConfig()
         self.layers = check_isolation(self.config.allow_unisolated)
-        if self.layers.get("cgroup_memory") or self.layers.get("cgroup_pids"):
+        if any(self.layers.get(f"cgroup_{c}") for c in ("memory", "pids", "cpu")):
             sweep_stale()
         n = workers or os.cpu_count() or 1
-        self._workers = [JailedWorker(self.config, self.layers) for _ in range(n)]
-        self._queue: queue.Queue[tuple[dict[str, Any], Future[dict[str, Any]], float] | None]
-        self._queue = queue.Queue()
+        memory = self.config.worker_memory or max(1 << 30, int(0.6 * host_memory()) // n)
+        self._workers = [JailedWorker(self.config, self.layers, memory=memory) for _ in range(n)]
         self._slots = threading.BoundedSemaphore(max_pending)
         self._closed = False
         self._close_lock = threading.Lock()
         self._rr = itertools.count()
         self._start_all()
-        self._threads = [
-            threading.Thread(target=self._serve, args=(w,), daemon=True, name=f"sandbox-{w.name}")
-            for w in self._workers
-        ]
-        for t in self._threads:
-            t.start()
         _live_pools.add(self)
 
     def _start_all(self) -> None:
@@ -153,14 +148,53 @@ class SandboxPool:
             lim = replace(lim, timeout=float(timeout))
         return asdict(lim), lim.timeout
 
-    def submit_raw(self, msg: dict[str, Any], timeout: float) -> Future[dict[str, Any]]:
-        """Queue one request for any worker (blocks while ``max_pending`` are waiting)."""
+    def _exec_msg(
+        self,
+        code: str,
+        timeout: float | None,
+        limits: Limits | None,
+        files: Mapping[str, str] | None,
+    ) -> tuple[dict[str, Any], float]:
+        lim, t = self._limits(timeout, limits)
+        msg = {"op": "exec", "code": str(code), "limits": lim, "timeout": t}
+        if files:
+            msg["files"] = dict(files)
+        return msg, t
+
+    def _job_worker(self) -> JailedWorker:
+        """The worker for a one-shot job: the one with the fewest requests in flight, started
+        (or recycled) if needed."""
         if self._closed:
             raise RuntimeError("SandboxPool is closed")
+        start = next(self._rr)
+        n = len(self._workers)
+        worker = min((self._workers[(start + i) % n] for i in range(n)), key=lambda w: w.in_flight)
+        with worker.lock:
+            if not worker.alive:
+                worker.start()
+            else:
+                self._maybe_recycle(worker)
+        return worker
+
+    def submit_raw(self, msg: dict[str, Any], timeout: float) -> Future[dict[str, Any]]:
+        """Send one request to a worker (blocks while ``max_pending`` are unfinished)."""
         self._slots.acquire()
-        fut: Future[dict[str, Any]] = Future()
-        fut.add_done_callback(lambda _: self._slots.release())
-        self._queue.put((msg, fut, timeout))
+        try:
+            worker = self._job_worker()
+            fut = worker.submit(msg)
+        except BaseException as exc:
+            self._slots.release()
+            if not isinstance(exc, WorkerCrashedError):
+                raise
+            fut = Future()
+            fut.set_exception(exc)
+            return fut
+
+        def finished(_: Future[dict[str, Any]]) -> None:
+            worker.runs += 1
+            self._slots.release()
+
+        fut.add_done_callback(finished)
         return fut
 
     def submit(
@@ -172,10 +206,7 @@ class SandboxPool:
         files: Mapping[str, str] | None = None,
     ) -> Future[ExecResult]:
         """Run ``code`` once in a fresh confined process; a future of its :class:`ExecResult`."""
-        lim, t = self._limits(timeout, limits)
-        msg = {"op": "exec", "code": str(code), "limits": lim, "timeout": t}
-        if files:
-            msg["files"] = dict(files)
+        msg, t = self._exec_msg(code, timeout, limits, files)
         raw = self.submit_raw(msg, t)
         out: Future[ExecResult] = Future()
 
@@ -197,41 +228,20 @@ class SandboxPool:
         limits: Limits | None = None,
         files: Mapping[str, str] | None = None,
     ) -> ExecResult:
-        """Run ``code`` and wait for its result (same as ``submit(...).result()``).
-
-        When a worker is idle the call uses it from this thread, skipping the queue's two
-        thread hand-offs, which matter on a loaded machine.
-        """
-        lim, t = self._limits(timeout, limits)
-        msg = {"op": "exec", "code": str(code), "limits": lim, "timeout": t}
-        if files:
-            msg["files"] = dict(files)
+        """Run ``code`` and wait for its result (same as ``submit(...).result()``)."""
+        msg, t = self._exec_msg(code, timeout, limits, files)
         try:
-            reply = self._direct(msg, t)
+            return ExecResult.from_reply(self._request(msg, t))
         except WorkerCrashedError as exc:
             return ExecResult(status="crashed", stderr=str(exc))
-        if reply is None:
-            return self.submit(code, timeout=timeout, limits=limits, files=files).result()
-        return ExecResult.from_reply(reply)
 
-    def _direct(self, msg: dict[str, Any], timeout: float) -> dict[str, Any] | None:
-        """Serve ``msg`` on an idle worker from the calling thread; None if all are busy."""
-        if self._closed:
-            raise RuntimeError("SandboxPool is closed")
-        if not self._queue.empty():
-            return None  # queued jobs first
-        for worker in self._workers:
-            if worker.lock.acquire(blocking=False):
-                try:
-                    if not worker.alive:
-                        worker.start()
-                    reply = worker.request(msg, timeout)
-                    worker.runs += 1
-                    self._maybe_recycle(worker)
-                    return reply
-                finally:
-                    worker.lock.release()
-        return None
+    def _request(self, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """One job from this thread, waiting for its reply (no pending-job slot needed)."""
+        worker = self._job_worker()
+        try:
+            return worker.request(msg, timeout)
+        finally:
+            worker.runs += 1
 
     def run_many(self, codes: Iterable[str], **kwargs: Any) -> list[ExecResult]:
         """Run many snippets concurrently over all workers; results in input order."""
@@ -259,7 +269,7 @@ class SandboxPool:
         msg = {"op": "exec", "code": str(code), "limits": lim, "timeout": t,
                "grade": {"fn": fn, "calls": [list(c) for c in calls]}}  # fmt: skip
         try:
-            reply = self._direct(msg, t) or self.submit_raw(msg, t).result()
+            reply = self._request(msg, t)
         except WorkerCrashedError as exc:
             return ExecResult(status="crashed", stderr=str(exc)), [None] * len(calls)
         results = reply.get("results") or [None] * len(calls)
@@ -271,6 +281,8 @@ class SandboxPool:
         """A new stateful :class:`~agentgym.simulators.sandbox.session.Session`."""
         from agentgym.simulators.sandbox.session import Session
 
+        if self._closed:
+            raise RuntimeError("SandboxPool is closed")
         return Session.open(self, timeout=timeout, limits=limits)
 
     def _pick_worker(self) -> JailedWorker:
@@ -279,35 +291,21 @@ class SandboxPool:
 
     # ---- plumbing -----------------------------------------------------------------------
 
-    def _serve(self, worker: JailedWorker) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            msg, fut, timeout = item
-            if not fut.set_running_or_notify_cancel():
-                continue
-            try:
-                with worker.lock:
-                    if not worker.alive:
-                        worker.start()
-                    reply = worker.request(msg, timeout)
-                    worker.runs += 1
-                    self._maybe_recycle(worker)
-                fut.set_result(reply)
-            except BaseException as exc:
-                fut.set_exception(exc)
-
     def _maybe_recycle(self, worker: JailedWorker) -> None:
-        if worker.runs % 256 and worker.runs < self.config.recycle_after:
+        """Restart an idle worker without sessions that ran ``recycle_after`` jobs or grew past
+        ``recycle_rss`` (checked every 256 jobs). The caller holds ``worker.lock``."""
+        due = worker.runs >= self.config.recycle_after
+        if not due and (worker.runs == 0 or worker.runs % 256):
+            return
+        if worker.in_flight:
             return
         try:
             info = worker.request({"op": "ping"}, 5.0)
         except WorkerCrashedError:
             return
-        if info.get("sessions"):
+        if info.get("sessions") or worker.in_flight:
             return
-        if worker.runs >= self.config.recycle_after or info.get("rss", 0) > self.config.recycle_rss:
+        if due or info.get("rss", 0) > self.config.recycle_rss:
             worker.start()
 
     @property
@@ -322,10 +320,6 @@ class SandboxPool:
             self._closed = True
         if os.getpid() != self._pid:  # inherited through fork(): the workers are not ours
             return
-        for _ in self._threads:
-            self._queue.put(None)
-        for t in self._threads:
-            t.join(timeout=30)
         for w in self._workers:
             with w.lock:
                 w.stop()

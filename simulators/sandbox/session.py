@@ -120,11 +120,9 @@ class Session:
             left = deadline - time.monotonic()
             if left <= 0.0:
                 break
-            with self.worker.lock:
-                reply = self.worker.request(
-                    {"op": "session_run", "sid": self._sid, "code": code, "timeout": left},
-                    left,
-                )
+            reply = self.worker.call(
+                {"op": "session_run", "sid": self._sid, "code": code, "timeout": left}, left
+            )
             if reply.get("status") not in ("ok", "error"):
                 break
         else:
@@ -133,8 +131,7 @@ class Session:
         self.history.clear()
         sid, self._sid = self._sid, None
         if sid is not None:
-            with self.worker.lock:
-                self.worker.request({"op": "session_close", "sid": sid}, 10.0)
+            self.worker.call({"op": "session_close", "sid": sid}, 10.0)
         self._new_remote()
         return note
 

@@ -18,6 +18,8 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -68,9 +70,14 @@ class SandboxConfig:
     """How workers are built."""
 
     limits: Limits = field(default_factory=Limits)
-    worker_memory: int = 2 << 30
-    """cgroup memory limit of a whole worker (zygote + runs + sessions)."""
-    worker_pids: int = 512
+    worker_memory: int | None = None
+    """cgroup memory limit of a whole worker (zygote + runs + sessions); None: 60% of the
+    host's memory shared among the pool's workers (at least 1 GiB each). A worker starts no
+    new run or session while it is near this limit: memory, not the number of workers,
+    bounds how many run at once."""
+    worker_pids: int = 8192
+    """cgroup limit on the processes and threads of a whole worker (a session's own limit is
+    ``Limits.processes``); a worker starts nothing new while it is near it."""
     preload: tuple[str, ...] = ("numpy", "sympy")
     allow_unisolated: bool = False
     """Run even when required layers are missing (weaker isolation; never the default)."""
@@ -193,13 +200,29 @@ def lease_uid_block() -> tuple[int, str]:
     )
 
 
-class JailedWorker:
-    """One jailed zygote process and the pipe pair to it. Calls are serialised by ``lock``."""
+def host_memory() -> int:
+    """Bytes of physical memory on this host."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):  # pragma: no cover - every Linux has both
+        return 8 << 30
 
-    def __init__(self, config: SandboxConfig, layers: dict[str, bool]):
+
+class JailedWorker:
+    """One jailed worker process and the pipe pair to it.
+
+    Requests are tagged with an id and may be in flight together: the worker runs them
+    concurrently and a reader thread hands each reply to the caller waiting for it. ``lock``
+    guards only the worker's life cycle (start, restart, recycle), never a request.
+    """
+
+    def __init__(
+        self, config: SandboxConfig, layers: dict[str, bool], *, memory: int | None = None
+    ):
         self.config = config
         self.layers = dict(layers)
-        self.lock = threading.Lock()
+        self.memory = memory or config.worker_memory or (2 << 30)
+        self.lock = threading.RLock()
         self.slot = next(_slot_counter)
         self.name = f"w{os.getpid()}-{self.slot}"
         self.uid_base, self._lease = lease_uid_block()
@@ -210,12 +233,21 @@ class JailedWorker:
         self.cgroup: WorkerCgroup | None = None
         self.pending_closes: list[str] = []
         self._host_tmp: str | None = None
+        self._send_lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._pending: dict[int, Future[dict[str, Any]]] = {}
+        self._reader: threading.Thread | None = None
 
     # ---- life cycle ---------------------------------------------------------------------
 
     @property
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent and not yet answered."""
+        return len(self._pending)
 
     def start(self) -> None:
         """Start (or restart) the worker and wait until its zygote is warm."""
@@ -242,9 +274,14 @@ class JailedWorker:
             "libseccomp": ctypes.util.find_library("seccomp"),
         }
         cfg["cgroups"] = {}
-        mem = self.config.worker_memory if self.layers.get("cgroup_memory") else None
+        mem = self.memory if self.layers.get("cgroup_memory") else None
         pids = self.config.worker_pids if self.layers.get("cgroup_pids") else None
-        self.cgroup = WorkerCgroup(f"{self.name}-g{self.generation}", memory=mem, pids=pids)
+        self.cgroup = WorkerCgroup(
+            f"{self.name}-g{self.generation}",
+            memory=mem,
+            pids=pids,
+            cpu=bool(self.layers.get("cgroup_cpu")),
+        )
         if not self.layers.get("namespaces"):
             # no jail: give the work dirs a private host directory, removed on stop()
             self._host_tmp = tempfile.mkdtemp(prefix=f"agentgym-sbx-{os.getpid()}-")
@@ -275,7 +312,7 @@ class JailedWorker:
             env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
         )
         try:
-            ready = self._read(time.monotonic() + 60.0)
+            ready = _read_frame(self.proc.stdout.fileno(), time.monotonic() + 60.0)  # type: ignore[union-attr]
         except WorkerCrashedError:
             self.stop()
             raise
@@ -283,6 +320,36 @@ class JailedWorker:
             self.stop()
             raise WorkerCrashedError(f"sandbox worker failed to start: {ready}")
         self.landlock_abi = int(ready.get("landlock_abi", -1))
+        self._pending = {}
+        self._reader = threading.Thread(
+            target=self._read_replies,
+            args=(self.proc, self._pending),
+            daemon=True,
+            name=f"sandbox-{self.name}-g{self.generation}",
+        )
+        self._reader.start()
+
+    def _read_replies(
+        self, proc: subprocess.Popen[bytes], pending: dict[int, Future[dict[str, Any]]]
+    ) -> None:
+        """Reader thread: hand each reply to its request's future until the worker exits."""
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        try:
+            while True:
+                reply = _read_frame(fd, None)
+                fut = pending.pop(reply.pop("id", None), None)
+                if fut is not None and not fut.done():
+                    fut.set_result(reply)
+        except (WorkerCrashedError, OSError, ValueError):
+            pass
+        finally:
+            with self._send_lock:
+                owed = list(pending.values())
+                pending.clear()
+            for fut in owed:
+                if not fut.done():
+                    fut.set_exception(WorkerCrashedError("sandbox worker exited"))
 
     def release(self) -> None:
         """Give the uid block back (after ``stop``; the pool calls it when it closes)."""
@@ -295,14 +362,14 @@ class JailedWorker:
 
     def stop(self) -> None:
         """Stop the worker and remove every process and cgroup it had."""
-        proc, self.proc = self.proc, None
+        with self._send_lock:
+            proc, self.proc = self.proc, None
         if proc is not None:
-            for stream in (proc.stdin, proc.stdout):
-                try:
-                    if stream is not None:
-                        stream.close()
-                except OSError:
-                    pass
+            try:
+                if proc.stdin is not None:
+                    proc.stdin.close()
+            except OSError:
+                pass
             try:
                 proc.wait(timeout=2.0)
             except subprocess.TimeoutExpired:
@@ -311,65 +378,92 @@ class JailedWorker:
         if self.cgroup is not None:
             self.cgroup.destroy()
             self.cgroup = None
+        reader, self._reader = self._reader, None
+        if reader is not None and reader is not threading.current_thread():
+            reader.join(timeout=10.0)
+        if proc is not None and proc.stdout is not None:
+            try:  # noqa: SIM105
+                proc.stdout.close()
+            except OSError:
+                pass
         if self._host_tmp is not None:
             shutil.rmtree(self._host_tmp, ignore_errors=True)
             self._host_tmp = None
 
     # ---- requests -----------------------------------------------------------------------
 
-    def _read(self, deadline: float) -> dict[str, Any]:
-        assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-
-        def exact(n: int) -> bytes:
-            buf = bytearray()
-            while len(buf) < n:
-                left = deadline - time.monotonic()
-                if left <= 0 or not select.select([fd], [], [], left)[0]:
-                    raise WorkerCrashedError("sandbox worker did not answer in time")
-                chunk = os.read(fd, n - len(buf))
-                if not chunk:
-                    raise WorkerCrashedError("sandbox worker exited")
-                buf += chunk
-            return bytes(buf)
-
-        (n,) = _HDR.unpack(exact(4))
-        result: dict[str, Any] = json.loads(exact(n))
-        return result
-
-    def request(self, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """Send one request and wait for its reply (caller holds ``lock``).
+    def submit(self, msg: dict[str, Any]) -> Future[dict[str, Any]]:
+        """Send one request; a future of its reply (WorkerCrashedError if the worker dies).
 
         Raises:
-            WorkerCrashedError: the worker died; it is stopped and must be restarted.
+            WorkerCrashedError: the worker is not running (the caller restarts it).
         """
-        if not self.alive:
-            raise WorkerCrashedError("sandbox worker is not running")
-        assert self.proc is not None and self.proc.stdin is not None
-        for sid in self.pending_closes:
-            self._send({"op": "session_close", "sid": sid})
-            self._read(time.monotonic() + 10.0)
-        self.pending_closes.clear()
-        self._send(msg)
-        try:
-            return self._read(time.monotonic() + timeout + 10.0)
-        except (WorkerCrashedError, ValueError) as exc:
-            self.stop()
-            raise WorkerCrashedError(str(exc)) from exc
+        fut: Future[dict[str, Any]] = Future()
+        with self._send_lock:
+            proc = self.proc
+            if proc is None or proc.poll() is not None or proc.stdin is None:
+                raise WorkerCrashedError("sandbox worker is not running")
+            frames = []
+            while self.pending_closes:  # sessions whose handles were collected
+                sid = self.pending_closes.pop()
+                frames.append({"op": "session_close", "sid": sid, "id": next(self._ids)})
+            rid = next(self._ids)
+            self._pending[rid] = fut
+            frames.append({**msg, "id": rid})
+            try:
+                for frame in frames:
+                    data = json.dumps(frame).encode()
+                    proc.stdin.write(_HDR.pack(len(data)) + data)
+                proc.stdin.flush()
+            except (BrokenPipeError, OSError, ValueError) as exc:
+                self._pending.pop(rid, None)
+                raise WorkerCrashedError(f"sandbox worker is gone: {exc}") from exc
+        return fut
 
-    def _send(self, msg: dict[str, Any]) -> None:
-        assert self.proc is not None and self.proc.stdin is not None
-        data = json.dumps(msg).encode()
-        try:
-            self.proc.stdin.write(_HDR.pack(len(data)) + data)
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
-            self.stop()
-            raise WorkerCrashedError(f"sandbox worker is gone: {exc}") from exc
+    def request(self, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send one request and wait for its reply.
 
-    def call(self, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """``request`` under the lock, restarting a dead worker first."""
+        Raises:
+            WorkerCrashedError: the worker died, or gave no answer ``timeout + 10`` seconds
+                after the request (it is then stopped; the next call restarts it).
+        """
+        generation = self.generation
+        fut = self.submit(msg)
+        try:
+            return fut.result(timeout + 10.0)
+        except FutureTimeout:
+            with self.lock:
+                if self.generation == generation:
+                    self.stop()
+            raise WorkerCrashedError("sandbox worker did not answer in time") from None
+
+    def ensure_started(self) -> None:
         with self.lock:
             if not self.alive:
                 self.start()
-            return self.request(msg, timeout)
+
+    def call(self, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """``request``, restarting a dead worker first."""
+        self.ensure_started()
+        return self.request(msg, timeout)
+
+
+def _read_frame(fd: int, deadline: float | None) -> dict[str, Any]:
+    """One length-prefixed JSON frame from ``fd`` (blocking; ``deadline`` bounds the wait)."""
+
+    def exact(n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                    raise WorkerCrashedError("sandbox worker did not answer in time")
+            chunk = os.read(fd, n - len(buf))
+            if not chunk:
+                raise WorkerCrashedError("sandbox worker exited")
+            buf += chunk
+        return bytes(buf)
+
+    (n,) = _HDR.unpack(exact(4))
+    result: dict[str, Any] = json.loads(exact(n))
+    return result

@@ -13,7 +13,7 @@ from agentgym.simulators.sandbox import (
     SandboxUnavailableError,
     layers,
 )
-from agentgym.simulators.sandbox.cgroups import live_cgroups
+from agentgym.simulators.sandbox.cgroups import CONTROLLERS, live_cgroups
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -120,14 +120,12 @@ def test_workers_exit_when_their_owner_dies(tmp_path) -> None:  # type: ignore[n
         time.sleep(0.1)
     with open(procs) as fh:
         assert fh.read().split() == []
-    os.rmdir(cgroup)
-    other = (
-        cgroup.replace("/pids/", "/memory/")
-        if "/pids/" in cgroup
-        else cgroup.replace("/memory/", "/pids/")
-    )
-    if os.path.isdir(other):
-        os.rmdir(other)
+    controller = next(c for c in CONTROLLERS if f"/{c}/" in cgroup)
+    for other in CONTROLLERS:  # the worker removed its session cgroups before it exited
+        path = cgroup.replace(f"/{controller}/", f"/{other}/")
+        if os.path.isdir(path):
+            assert [d for d in os.listdir(path) if os.path.isdir(os.path.join(path, d))] == []
+            os.rmdir(path)
 
 
 def test_installed_agentgym_is_hidden_in_the_jail(tmp_path) -> None:  # type: ignore[no-untyped-def]
