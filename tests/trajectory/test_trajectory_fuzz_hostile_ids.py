@@ -11,8 +11,6 @@ episode identical, and every observation, the page and the export must be valid 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import tempfile
 from pathlib import Path
@@ -23,9 +21,9 @@ import pytest
 from agentgym.wrappers import Record
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from trajectory_helpers import run_cli
 
 import agentgym
-from agentgym.cli import main as cli_main
 
 BROWSER_ONLY = {"agentgym/WebForms-v0", "agentgym/WebShop-v0", "agentgym/WebTodo-v0"}
 BROWSER_ONLY |= {"agentgym/WebWidgets-v0", "agentgym/WebWiki-v0"}
@@ -110,13 +108,6 @@ def kitchen_sink(tools: list[dict[str, Any]]) -> list[str]:
     return turns
 
 
-def _cli(*argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        code = cli_main(list(argv))
-    return code, out.getvalue()
-
-
 _TOOLS: dict[str, list[dict[str, Any]]] = {}
 
 
@@ -140,12 +131,12 @@ def _record(env_id: str, seed: int, turns: list[str], path: Path) -> None:
 
 
 def _check_file(path: Path) -> None:
-    code, out = _cli("replay", str(path))
+    code, out = run_cli("replay", str(path))
     assert code == 0 and "all episodes replayed identically" in out, out
     out.encode("utf-8")
     html, jsonl = path.with_suffix(".html"), path.with_suffix(".jsonl")
-    assert _cli("view", str(path), "-o", str(html))[0] == 0
-    assert _cli("export", str(path), "-o", str(jsonl))[0] == 0
+    assert run_cli("view", str(path), "-o", str(html))[0] == 0
+    assert run_cli("export", str(path), "-o", str(jsonl))[0] == 0
     html.read_bytes().decode("utf-8")
     for line in jsonl.read_bytes().decode("utf-8").splitlines():
         for message in json.loads(line)["messages"]:

@@ -8,29 +8,19 @@ running after 45 s. Now such settings are refused with the reason, and with
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
 import signal
 from pathlib import Path
 
 import gymnasium as gym
 from agentgym.wrappers import Record
-from trajectory_helpers import raw_frames, write_frames
+from trajectory_helpers import raw_frames, run_cli, write_frames
 
 import agentgym  # noqa: F401
 import agentgym.trajectory as trj
-from agentgym.cli import main as cli_main
 from agentgym.trajectory.replay_guard import oversized_settings
 
 SOKOBAN = "agentgym/Sokoban-Tiny-v0"
-
-
-def _cli(*argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        code = cli_main(list(argv))
-    return code, out.getvalue()
 
 
 def _sokoban_file(tmp_path: Path, **settings: object) -> Path:
@@ -49,7 +39,7 @@ def _sokoban_file(tmp_path: Path, **settings: object) -> Path:
 
 def test_sokoban_min_moves_100000_is_refused_with_the_reason(tmp_path: Path):
     path = _sokoban_file(tmp_path, min_moves=100000)
-    code, out = _cli("replay", str(path))
+    code, out = run_cli("replay", str(path))
     assert code == 1
     assert "ERROR" in out and "steps 0/1" in out
     assert "refused to replay" in out
@@ -94,7 +84,7 @@ def test_trusted_settings_stop_at_the_time_limit_and_outer_timers_survive(tmp_pa
     assert signal.getsignal(signal.SIGALRM) == outer_handler
     assert bool(signal.getitimer(signal.ITIMER_REAL)[0]) == bool(outer_left)
 
-    code, out = _cli("replay", str(path), "--trust-settings", "--time-limit", "0.5")
+    code, out = run_cli("replay", str(path), "--trust-settings", "--time-limit", "0.5")
     assert code == 1 and "stopped at the time limit of 0.5 s" in out
 
 

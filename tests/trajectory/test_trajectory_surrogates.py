@@ -8,8 +8,6 @@ raised after the env had taken the turn; the step was counted before it was writ
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 
@@ -17,11 +15,10 @@ import gymnasium as gym
 import msgpack
 import pytest
 from agentgym.wrappers import Record
-from trajectory_helpers import raw_frames
+from trajectory_helpers import raw_frames, run_cli
 
 import agentgym  # noqa: F401
 import agentgym.trajectory as trj
-from agentgym.cli import main as cli_main
 from agentgym.trajectory import format as fmt
 from agentgym.trajectory.index import build_index
 
@@ -33,13 +30,6 @@ ACTIONS = (
     '<tool_call>{"name": "move", "arguments": {"direction": "\\ud800"}}</tool_call>',
     "half an emoji \ud83d and a low half \udc00 " + UP,
 )
-
-
-def _cli(*argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        code = cli_main(list(argv))
-    return code, out.getvalue()
 
 
 def _strict_strings(path: Path) -> int:
@@ -130,11 +120,11 @@ def test_observation_text_is_stored_as_valid_utf8_and_replays(tmp_path: Path, ec
     ]
     assert [s["action"] for s in steps] == ["half \ud83d emoji", "<answer>\udfff</answer>"]
 
-    code, out = _cli("replay", str(path))
+    code, out = run_cli("replay", str(path))
     assert code == 0, out
     assert "all episodes replayed identically" in out
 
-    code, out = _cli("export", str(path), "-o", str(tmp_path / "echo.jsonl"))
+    code, out = run_cli("export", str(path), "-o", str(tmp_path / "echo.jsonl"))
     assert code == 0, out
     line = (tmp_path / "echo.jsonl").read_bytes().decode("utf-8")  # strict: valid UTF-8
     row = json.loads(line)
@@ -142,7 +132,7 @@ def test_observation_text_is_stored_as_valid_utf8_and_replays(tmp_path: Path, ec
     assert "half \ufffd emoji" in contents and "<answer>\ufffd</answer>" in contents
     assert not any("\ud83d" in c or "\udfff" in c for c in contents)
 
-    code, out = _cli("view", str(path), "-o", str(tmp_path / "echo.html"))
+    code, out = run_cli("view", str(path), "-o", str(tmp_path / "echo.html"))
     assert code == 0, out
     page = (tmp_path / "echo.html").read_bytes().decode("utf-8")
     assert "half \ufffd emoji" in page
@@ -160,10 +150,10 @@ def test_sokoban_recording_with_surrogates_replays_views_and_exports(tmp_path: P
     for action in ACTIONS:
         env.step(action)
     env.close()
-    code, out = _cli("replay", str(path))
+    code, out = run_cli("replay", str(path))
     assert code == 0 and "all episodes replayed identically" in out, out
-    assert _cli("view", str(path), "-o", str(tmp_path / "s.html"))[0] == 0
-    assert _cli("export", str(path), "-o", str(tmp_path / "s.jsonl"))[0] == 0
+    assert run_cli("view", str(path), "-o", str(tmp_path / "s.html"))[0] == 0
+    assert run_cli("export", str(path), "-o", str(tmp_path / "s.jsonl"))[0] == 0
     (tmp_path / "s.html").read_bytes().decode("utf-8")
     exported = json.loads((tmp_path / "s.jsonl").read_bytes().decode("utf-8"))
     assistant = [m["content"] for m in exported["messages"] if m["role"] == "assistant"]

@@ -158,3 +158,16 @@ class EchoEnv(AgentEnv):
 
     def state_key(self) -> str:
         return str(self._turns)
+
+
+def run_cli(*argv: str) -> tuple[int, str]:
+    """Run ``agentgym ARGV`` in this process; (exit code, stdout and stderr together)."""
+    import contextlib
+    import io
+
+    from agentgym.cli import main as cli_main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = cli_main(list(argv))
+    return code, out.getvalue()
