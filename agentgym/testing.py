@@ -20,8 +20,10 @@ The rules (:data:`RULES`, in the order they run):
   (OpenAI schemas) and a str ``state_key``.
 * ``system-prompt`` — ``info["system_prompt"]`` is non-empty: an LLM must be told what it is
   doing and how to act (``ResetOutcome(system_prompt=...)``).
-* ``splits-disjoint`` — the ``train`` and ``test`` task sets are both non-empty and share no id,
-  so held-out evaluation means something.
+* ``splits-disjoint`` — every split (``train`` and ``test``, or those the env declares in
+  ``splits``) has tasks, and no two share an id, so held-out evaluation means something; two
+  held-out splits with exactly the same ids are one set under two names and pass (``train``
+  never may).
 * ``determinism`` — the same seed gives the same task, observation, info and replay.
 * ``fuzz`` — no action string raises; malformed turns are flagged; every step keeps the step
   contract (observation in its space, finite reward equal to the weighted components...).
@@ -579,30 +581,39 @@ _SPLIT_SAMPLE = 20_000
 
 
 def check_splits_disjoint(env: gym.Env) -> None:
-    """The train and test task sets are non-empty and share no task id."""
+    """Every declared split (``train`` and ``test``, or the env's ``splits``) is non-empty,
+    ``train`` shares no task id with any other, and two held-out splits share none unless
+    one is another name for the other (the same ids, e.g. ``test`` = ``test_unseen``)."""
     unwrapped = _unwrapped(env)
-    splits = {name: unwrapped.task_ids(name) for name in ("train", "test")}
+    names = tuple(getattr(unwrapped, "splits", ("train", "test")))
+    splits = {name: unwrapped.task_ids(name) for name in names}
     empty = [name for name, ids in splits.items() if len(ids) == 0]
     if empty:
         raise _fail(
             "splits-disjoint",
-            "non-empty train and test task sets",
+            f"a non-empty task set for every split {list(names)}",
             f"no task ids in split {empty[0]!r}",
             "task_ids(split) ignores its argument or a split was left out",
         )
-    small, large = sorted(splits.values(), key=len)
-    lookup: Any = large
-    if isinstance(large, list | tuple) and len(large) <= 1_000_000:
-        lookup = set(large)
-    shared = [t for t in itertools.islice(small, _SPLIT_SAMPLE) if t in lookup]
-    if shared:
-        raise _fail(
-            "splits-disjoint",
-            "train and test task sets that share no id",
-            f"{len(shared)} shared ids, e.g. {shared[:3]}",
-            "task_ids returns the same tasks for every split; give each split its own "
-            "seed range (agentgym.tasks.seeded_splits) or its own file",
+    for (name_a, ids_a), (name_b, ids_b) in itertools.combinations(splits.items(), 2):
+        small, large = sorted((ids_a, ids_b), key=len)
+        lookup: Any = large
+        if isinstance(large, list | tuple) and len(large) <= 1_000_000:
+            lookup = set(large)
+        shared = [t for t in itertools.islice(small, _SPLIT_SAMPLE) if t in lookup]
+        alias = (
+            "train" not in (name_a, name_b)
+            and len(ids_a) == len(ids_b)
+            and len(shared) == min(len(small), _SPLIT_SAMPLE)
         )
+        if shared and not alias:  # two held-out names for one set ("test" = "test_unseen") pass
+            raise _fail(
+                "splits-disjoint",
+                f"{name_a} and {name_b} task sets that share no id",
+                f"{len(shared)} shared ids, e.g. {shared[:3]}",
+                "task_ids returns the same tasks for several splits; give each split its own "
+                "seed range (agentgym.tasks.seeded_splits) or its own file",
+            )
 
 
 #: Turns every parser rejects (not JSON; an unknown tool), for the history-free key check.

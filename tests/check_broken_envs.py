@@ -35,6 +35,26 @@ class SameSplitsEnv(CounterEnv):
         return self._splits["train"]
 
 
+class AliasSplitsEnv(CounterEnv):
+    """Correct: ``test`` is another name for ``test_unseen``; ``test_seen`` is its own set."""
+
+    splits = ("train", "test", "test_seen", "test_unseen")
+
+    def task_ids(self, split: str | None = None) -> Sequence[str]:
+        split = split or self.split
+        start = {"train": 0, "test_seen": 50, "test": 60, "test_unseen": 60}[split]
+        return seeded_splits("counter", train=start, test=10)["test"]
+
+
+class OverlappingHeldOutEnv(AliasSplitsEnv):
+    """splits-disjoint: ``test_seen`` and ``test_unseen`` share half their tasks."""
+
+    def task_ids(self, split: str | None = None) -> Sequence[str]:
+        split = split or self.split
+        start = {"train": 0, "test_seen": 50, "test": 55, "test_unseen": 55}[split]
+        return seeded_splits("counter", train=start, test=10)["test"]
+
+
 class NoSystemPromptEnv(CounterEnv):
     """system-prompt: reset sends no system prompt."""
 

@@ -16,10 +16,12 @@ import pytest
 from agentgym.error import ConformanceError
 from agentgym.testing import RULES, check_env, run_checks
 from tests.check_broken_envs import (
+    AliasSplitsEnv,
     ChoiceEnv,
     ConstantKeyEnv,
     LeakyAnswerEnv,
     NoSystemPromptEnv,
+    OverlappingHeldOutEnv,
     RaisesInStepEnv,
     RaisesTypeErrorInResetEnv,
     SameSplitsEnv,
@@ -37,7 +39,7 @@ def _statuses(cls) -> dict[str, str]:
     return {r.rule: r.status for r in run_checks(cls(), factory=cls).results}
 
 
-@pytest.mark.parametrize("cls", [CounterEnv, SumEnv, ChoiceEnv])
+@pytest.mark.parametrize("cls", [CounterEnv, SumEnv, ChoiceEnv, AliasSplitsEnv])
 def test_correct_envs_pass_every_rule(cls):
     report = run_checks(cls(), factory=cls)
     assert report.ok, report.summary()
@@ -49,7 +51,8 @@ def test_correct_envs_pass_every_rule(cls):
     [
         (TurnKeyEnv, "state-key-history-free", "turn counter"),
         (ConstantKeyEnv, "state-key-varies", "one key 'state'"),
-        (SameSplitsEnv, "splits-disjoint", "share no id"),
+        (SameSplitsEnv, "splits-disjoint", "train and test task sets that share no id"),
+        (OverlappingHeldOutEnv, "splits-disjoint", "test and test_seen task sets"),
         (LeakyAnswerEnv, "answer-hidden", "answer of every sampled task"),
         (NoSystemPromptEnv, "system-prompt", "system_prompt"),
     ],
