@@ -16,17 +16,22 @@ Two ways in, both over :class:`~agentgym.integrations.session.TextSession`:
   SGLang rollouts up to verl 0.5): ``start_interaction`` resets the env,
   ``generate_response`` steps it with the last assistant message and returns
   ``(done, reply, reward, info)``; the env is closed when its episode ends, because verl
-  0.5's rollout never calls ``finalize_interaction``. :func:`interaction_rows` builds
-  dataset rows whose prompts equal the env's opening messages.
+  0.5's rollout never calls ``finalize_interaction``, and an episode the rollout cut short
+  (turn or length limit) is closed once it has been idle ``idle_timeout_s``.
+  :func:`interaction_rows` builds dataset rows whose prompts equal the env's opening
+  messages and that verl's stock reward managers accept; :func:`compute_score` is the
+  reward function that sums the per-turn env rewards verl 0.5's rollout collected.
 
 See docs/integrations/verl.md for the verl config that selects the loop.
 """
 
 from __future__ import annotations
 
+import math
+import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentgym.error import DependencyMissingError, InvalidConfigError
@@ -44,6 +49,7 @@ __all__ = [
     "AGENT_NAME",
     "AgentGymInteraction",
     "agent_loop_rows",
+    "compute_score",
     "episode_spec",
     "interaction_rows",
     "play_verl_episode",
@@ -199,8 +205,8 @@ def _interaction_base() -> type:
 class AgentGymInteraction(_interaction_base()):  # type: ignore[misc]
     """verl ``BaseInteraction`` over an agentgym env (one session per ``instance_id``).
 
-    ``config`` holds ``env_id`` (required), optional ``env_kwargs``, ``answer_tool`` and
-    ``name``.
+    ``config`` holds ``env_id`` (required), optional ``env_kwargs``, ``answer_tool``,
+    ``name``, ``max_finished_scores`` and ``idle_timeout_s`` (default 600).
     ``start_interaction(instance_id, seed=..., task_id=...)`` resets; each
     ``generate_response`` steps with the latest assistant message and returns the env's
     reply as text (images replaced by a note: this path is text-only).
@@ -209,17 +215,26 @@ class AgentGymInteraction(_interaction_base()):  # type: ignore[misc]
     closed as soon as its episode ends (``done``), and a ``start_interaction`` that reuses
     a live id closes the old env first; the episode's score stays readable through
     :meth:`calculate_score` until ``finalize_interaction`` (or until
-    ``max_finished_scores`` later episodes have ended). :meth:`close` closes every env
-    still open (episodes cut short by a turn or length limit never reach ``done``).
+    ``max_finished_scores`` later episodes have ended).
+
+    Episodes cut short by the rollout's turn or length limit never reach ``done`` and get no
+    further call, so every call first closes the envs idle for over ``idle_timeout_s``
+    seconds (their score is kept like a finished one's); ``None`` turns that off. Set
+    ``env_kwargs.max_turns`` to the rollout's ``max_user_turns`` so the turn limit itself
+    ends the episode. :meth:`close` closes every env still open.
     """
 
-    def __init__(self, config: Mapping[str, Any]):
+    def __init__(self, config: Mapping[str, Any], *, clock: Callable[[], float] = time.monotonic):
         self.config = dict(config)
         self.name: str = self.config.get("name", "agentgym")
         if not self.config.get("env_id"):
             raise InvalidConfigError("AgentGymInteraction config needs 'env_id'.")
         self.max_finished_scores = int(self.config.get("max_finished_scores", 65536))
+        idle = self.config.get("idle_timeout_s", 600.0)
+        self.idle_timeout_s: float | None = None if idle is None else float(idle)
+        self._clock = clock
         self._sessions: dict[str, TextSession] = {}
+        self._last_used: dict[str, float] = {}
         self._finished: OrderedDict[str, float] = OrderedDict()
 
     @property
@@ -235,7 +250,9 @@ class AgentGymInteraction(_interaction_base()):  # type: ignore[misc]
         **kwargs: Any,
     ) -> str:
         instance_id = instance_id or uuid.uuid4().hex
+        await self._reap_idle()
         old = self._sessions.pop(instance_id, None)
+        self._last_used.pop(instance_id, None)
         if old is not None:
             await old.aclose()
         self._finished.pop(instance_id, None)
@@ -252,11 +269,13 @@ class AgentGymInteraction(_interaction_base()):  # type: ignore[misc]
             await session.aclose()
             raise
         self._sessions[instance_id] = session
+        self._last_used[instance_id] = self._clock()
         return instance_id
 
     async def generate_response(
         self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
     ) -> tuple[bool, str, float, dict[str, Any]]:
+        await self._reap_idle(keep=instance_id)
         session = self._sessions.get(instance_id)
         if session is None:
             if instance_id in self._finished:
@@ -265,12 +284,14 @@ class AgentGymInteraction(_interaction_base()):  # type: ignore[misc]
                 f"no interaction {instance_id!r}: call start_interaction first"
             )
         last = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
-        turn = await session.astep(last if last is not None else "")
+        self._last_used[instance_id] = math.inf  # in flight: never idle
+        try:
+            turn = await session.astep(last if last is not None else "")
+        finally:
+            self._last_used[instance_id] = self._clock()
         reply = "\n".join(str(m["content"]) for m in text_only_messages(turn.messages))
         if turn.done:  # the rollout may never finalize: free the env now
-            self._sessions.pop(instance_id, None)
-            self._remember(instance_id, session.total_reward)
-            await session.aclose()
+            await self._retire(instance_id)
         return turn.done, reply, turn.reward, turn.info
 
     async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
@@ -283,15 +304,40 @@ class AgentGymInteraction(_interaction_base()):  # type: ignore[misc]
 
     async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
         self._finished.pop(instance_id, None)
+        self._last_used.pop(instance_id, None)
         session = self._sessions.pop(instance_id, None)
         if session is not None:
             await session.aclose()
 
     def close(self) -> None:
         """Close every env still open."""
+        self._last_used.clear()
         while self._sessions:
             _, session = self._sessions.popitem()
             session.close()
+
+    async def _retire(self, instance_id: str) -> None:
+        """Close one episode's env and keep its score for :meth:`calculate_score`."""
+        session = self._sessions.pop(instance_id, None)
+        self._last_used.pop(instance_id, None)
+        if session is None:
+            return
+        self._remember(instance_id, session.total_reward)
+        await session.aclose()
+
+    async def _reap_idle(self, keep: str | None = None) -> None:
+        """Close the envs of episodes idle for over ``idle_timeout_s`` (cut short by the
+        rollout, which will not call again)."""
+        if self.idle_timeout_s is None:
+            return
+        now = self._clock()
+        stale = [
+            iid
+            for iid, used in self._last_used.items()
+            if iid != keep and now - used > self.idle_timeout_s
+        ]
+        for iid in stale:
+            await self._retire(iid)
 
     def _remember(self, instance_id: str, score: float) -> None:
         self._finished[instance_id] = score
@@ -299,9 +345,43 @@ class AgentGymInteraction(_interaction_base()):  # type: ignore[misc]
             self._finished.popitem(last=False)
 
 
+def compute_score(
+    data_source: Any = None,
+    solution_str: Any = None,
+    ground_truth: Any = None,
+    extra_info: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> float:
+    """verl reward function for the interaction form: the episode's summed env rewards.
+
+    verl 0.5's SGLang rollout keeps the reward of every ``generate_response`` in the
+    request's ``reward_scores["user_turn_rewards"]``, and verl's stock reward managers
+    (naive, dapo, batch) hand that dict to the reward function as
+    ``extra_info["rollout_reward_scores"]``. Select it with
+    ``custom_reward_function.path=<this file> custom_reward_function.name=compute_score``
+    (docs/integrations/verl.md); without it the per-turn rewards reach no loss.
+
+    Example:
+        >>> compute_score("agentgym/Sokoban-Tiny-v0", "", "t", {
+        ...     "rollout_reward_scores": {"user_turn_rewards": [0.1, 1.0]}})
+        1.1
+    """
+    scores = (extra_info or {}).get("rollout_reward_scores")
+    turns = scores.get("user_turn_rewards") if isinstance(scores, Mapping) else None
+    if turns is None:
+        raise InvalidConfigError(
+            "agentgym compute_score found no extra_info['rollout_reward_scores']"
+            "['user_turn_rewards']: the rollout recorded no interaction rewards, or this "
+            "verl's reward manager does not pass them (use the naive, dapo or batch manager "
+            "with the SGLang multi-turn rollout and AgentGymInteraction)."
+        )
+    return float(sum(float(r) for r in turns))
+
+
 def interaction_rows(env_id: str, seeds: Sequence[int], name: str = "agentgym") -> list[dict]:
     """Rows whose ``prompt`` is the env's opening chat (as text: images become a note), with
-    the interaction kwargs to match."""
+    the interaction kwargs to match, ``data_source`` (the env id) and ``reward_model``
+    (``ground_truth``: the task id), which verl's stock reward managers read."""
     rows = []
     for s in seeds:
         session = TextSession(env_id)
@@ -311,7 +391,9 @@ def interaction_rows(env_id: str, seeds: Sequence[int], name: str = "agentgym") 
             session.close()
         rows.append(
             {
+                "data_source": env_id,
                 "prompt": text_only_messages(start.messages),
+                "reward_model": {"style": "rule", "ground_truth": start.info["task_id"]},
                 "extra_info": {
                     "interaction_kwargs": {
                         "name": name,

@@ -191,7 +191,9 @@ async def _sglang_rollout_05(interaction, row, request_id, actions, max_assistan
     return rewards
 
 
-def test_interaction_closes_every_env_at_done_without_finalize(monkeypatch):
+@pytest.fixture
+def counted_envs(monkeypatch):
+    """(built, closed): every env the interaction's sessions build, and those closed."""
     from agentgym.integrations import session as session_mod
 
     built, closed = [], []
@@ -210,6 +212,11 @@ def test_interaction_closes_every_env_at_done_without_finalize(monkeypatch):
         return env
 
     monkeypatch.setattr(session_mod, "make_env", counting_make)
+    return built, closed
+
+
+def test_interaction_closes_every_env_at_done_without_finalize(counted_envs):
+    built, closed = counted_envs
     inter = agverl.AgentGymInteraction({"env_id": ENV_ID})
     row = agverl.interaction_rows(ENV_ID, [SEED])[0]
     built.clear()
@@ -235,6 +242,100 @@ def test_interaction_closes_every_env_at_done_without_finalize(monkeypatch):
     assert len(closed) == 12 and inter.live_sessions == 4  # done episodes freed their env
     inter.close()  # episodes cut short are freed by close()
     assert len(closed) == len(built) == 16 and inter.live_sessions == 0
+
+
+def test_episodes_cut_by_the_turn_limit_are_closed_once_idle(counted_envs):
+    """verl 0.5 never finalizes, and an episode its turn limit cut gets no further call:
+    every call first closes the envs idle for over idle_timeout_s (a counted clock here)."""
+    built, closed = counted_envs
+    now = [0.0]
+    inter = agverl.AgentGymInteraction(
+        {"env_id": ENV_ID, "idle_timeout_s": 60}, clock=lambda: now[0]
+    )
+    row = agverl.interaction_rows(ENV_ID, [SEED])[0]
+    built.clear()
+    closed.clear()
+
+    async def main():
+        cut = [
+            _sglang_rollout_05(inter, row, f"cut{i}", STALL, max_assistant_turns=2)
+            for i in range(4)
+        ]
+        results = await asyncio.gather(*cut)
+        assert inter.live_sessions == 4 and not closed
+        now[0] = 60.0  # exactly the timeout: not yet idle for *over* it
+        await _sglang_rollout_05(inter, row, "next", SOLVE, max_assistant_turns=5)
+        assert inter.live_sessions == 4 and len(closed) == 1  # only "next", ended at done
+        now[0] = 60.5  # past it: the next call frees the four cut episodes
+        await inter.start_interaction("late", **row["extra_info"]["interaction_kwargs"])
+        assert inter.live_sessions == 1 and len(closed) == 5
+        # a reaped episode's score stays readable, as a finished one's
+        return results, await inter.calculate_score("cut0")
+
+    results, score = asyncio.run(main())
+    assert score == pytest.approx(sum(results[0]))
+    inter.close()
+    assert len(closed) == len(built) == 6
+
+
+def test_turn_rewards_reach_verls_naive_reward_manager_through_compute_score():
+    """verl 0.5's SGLang rollout stores the rewards of generate_response in
+    reward_scores["user_turn_rewards"]; verl's NaiveRewardManager used to raise
+    KeyError('reward_model') on interaction_rows. Rows now carry data_source and
+    reward_model, and compute_score (loaded by verl's own loader) sums the turn rewards."""
+    pytest.importorskip("verl.workers.reward_manager.naive")
+    import torch
+    from omegaconf import OmegaConf
+    from verl.protocol import DataProto
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+    from verl.workers.reward_manager.naive import NaiveRewardManager
+
+    from agentgym.integrations.offline import char_tokenizer
+
+    inter = agverl.AgentGymInteraction({"env_id": ENV_ID})
+    rows = agverl.interaction_rows(ENV_ID, [SEED, SEED])
+
+    async def main():
+        return [
+            await _sglang_rollout_05(inter, rows[0], "a", SOLVE, max_assistant_turns=5),
+            await _sglang_rollout_05(inter, rows[1], "b", STALL, max_assistant_turns=2),
+        ]
+
+    turn_rewards = asyncio.run(main())
+    inter.close()
+    config = OmegaConf.create(
+        {"reward": {"custom_reward_function": {"path": agverl.__file__, "name": "compute_score"}}}
+    )
+    score_fn = get_custom_reward_fn(config)
+    n, prompt_len, response_len = 2, 4, 6
+    lengths = [5, 3]  # valid response tokens per row
+    mask = torch.zeros(n, prompt_len + response_len, dtype=torch.long)
+    mask[:, :prompt_len] = 1
+    for i, length in enumerate(lengths):
+        mask[i, prompt_len : prompt_len + length] = 1
+    data = DataProto.from_dict(
+        tensors={
+            "prompts": torch.full((n, prompt_len), 5),
+            "responses": torch.full((n, response_len), 6),
+            "attention_mask": mask,
+        },
+        non_tensors={
+            "data_source": np.array([r["data_source"] for r in rows], dtype=object),
+            "reward_model": np.array([r["reward_model"] for r in rows], dtype=object),
+            "extra_info": np.array([dict(r["extra_info"]) for r in rows], dtype=object),
+            "reward_scores": np.array(
+                [{"user_turn_rewards": t} for t in turn_rewards], dtype=object
+            ),
+        },
+    )
+    manager = NaiveRewardManager(char_tokenizer(), num_examine=0, compute_score=score_fn)
+    reward = manager(data)
+    for i, (length, turns) in enumerate(zip(lengths, turn_rewards, strict=True)):
+        assert reward[i, length - 1].item() == pytest.approx(sum(turns), abs=1e-6)
+        assert reward[i].abs().sum().item() == pytest.approx(abs(sum(turns)), abs=1e-6)
+    assert sum(turn_rewards[0]) > 1.0 > sum(turn_rewards[1])  # solved vs stalled
+    with pytest.raises(agverl.InvalidConfigError, match="rollout_reward_scores"):
+        agverl.compute_score(ENV_ID, "", "t", {})
 
 
 def test_rows_choose_the_answer_tool():
