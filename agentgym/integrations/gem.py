@@ -10,6 +10,11 @@ GEM's ``make_vec`` builds each env with a ``seed`` keyword (``seed + index``); l
 envs, that seed drives the first ``reset()`` without a seed, later resets continue the
 env's random stream (so autoresets give new tasks). GEM is text only: observation images
 are left out with a note saying how many (never base64 text), the task text is kept.
+
+GEM 0.1's ``SyncVectorEnv`` and ``AsyncVectorEnv`` have no ``close()``, so nothing closes
+the envs ``make_vec`` built. Each :class:`AgentGymGemEnv` therefore releases its env when it
+is garbage-collected (dropping the vector env is enough) or at interpreter exit;
+``close_vec(vec)`` closes them at once.
 """
 
 from __future__ import annotations
@@ -18,9 +23,9 @@ from collections.abc import Callable
 from typing import Any
 
 from agentgym.error import DependencyMissingError
-from agentgym.integrations.session import TextSession, message_text
+from agentgym.integrations.session import TextSession, message_text, release_with
 
-__all__ = ["PREFIX", "AgentGymGemEnv", "register_all"]
+__all__ = ["PREFIX", "AgentGymGemEnv", "close_vec", "register_all"]
 
 PREFIX = "agentgym:"
 
@@ -45,6 +50,9 @@ class AgentGymGemEnv(_gem_env_base()):  # type: ignore[misc]
         self._seed_pending = seed is not None
         self.session = TextSession(env_id, env_kwargs=env_kwargs, image_format="none")
         self.tools: list[dict[str, Any]] = []
+        # GEM 0.1's vector envs have no close(): release the env (a sandbox, a browser tab)
+        # when this object is collected, e.g. with the vector env that holds it, or at exit
+        self._release = release_with(self, self.session)
 
     def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
         if seed is None and self._seed_pending:
@@ -76,7 +84,23 @@ class AgentGymGemEnv(_gem_env_base()):  # type: ignore[misc]
         return child
 
     def close(self) -> None:
-        self.session.close()
+        self._release()
+
+
+def close_vec(vec: Any) -> int:
+    """Close every env of a GEM vector env (GEM 0.1's have no ``close()``); returns how many
+    agentgym envs were closed. Envs that are not agentgym's are closed if they can be."""
+    closed = 0
+    for env in getattr(vec, "envs", []):
+        core = env
+        while not isinstance(core, AgentGymGemEnv) and hasattr(core, "env"):
+            core = core.env  # GEM wrappers keep the wrapped env as .env
+        if isinstance(core, AgentGymGemEnv):
+            core.close()
+            closed += 1
+        elif callable(getattr(env, "close", None)):
+            env.close()
+    return closed
 
 
 def _factory(env_id: str) -> Callable[..., AgentGymGemEnv]:

@@ -52,6 +52,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,8 +75,25 @@ __all__ = [
     "make_env",
     "message_text",
     "messages_text",
+    "release_with",
     "takes_answer_tool",
 ]
+
+
+def _close_quietly(session: TextSession) -> None:
+    with contextlib.suppress(Exception):  # at collection or exit, a failed close is moot
+        session.close()
+
+
+def release_with(owner: object, session: TextSession) -> weakref.finalize:
+    """Close ``session`` when ``owner`` is garbage-collected, or at interpreter exit.
+
+    For adapters whose framework never closes what it built (TRL's environment objects,
+    GEM's vector envs): the env behind the session (a sandbox, a browser tab) is released
+    once nothing refers to the owner any more. Calling the returned finalizer closes it now
+    (once; later calls do nothing).
+    """
+    return weakref.finalize(owner, _close_quietly, session)
 
 
 def make_env(env_id: str, **kwargs: Any) -> gym.Env:

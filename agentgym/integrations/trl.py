@@ -36,17 +36,15 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import keyword
 import re
 import typing
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
 from agentgym.error import InvalidConfigError
-from agentgym.integrations.session import Message, TextSession, messages_text
+from agentgym.integrations.session import Message, TextSession, messages_text, release_with
 from agentgym.parsing import ANSWER_TOOL_NOTE, render_tool_call
 
 __all__ = ["TOOL_ONLY_ANSWER_NOTE", "environment_class", "seed_dataset", "tool_only_text"]
@@ -175,12 +173,6 @@ def _content(messages: list[Message], images: bool) -> str | list[dict[str, Any]
     return parts
 
 
-def _close_session(session: TextSession) -> None:
-    """Release one environment's env; a failure to close must not break collection or exit."""
-    with contextlib.suppress(Exception):
-        session.close()
-
-
 def environment_class(
     env_id: str,
     *,
@@ -215,7 +207,7 @@ def environment_class(
         )
         # TRL never closes its environments (and a public close() would become a tool), so
         # the env is released when the object is collected or, at the latest, at exit.
-        self._finalizer = weakref.finalize(self, _close_session, self._session)
+        self._finalizer = release_with(self, self._session)
 
     def __enter__(self: Any) -> Any:
         return self

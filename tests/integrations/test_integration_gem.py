@@ -107,3 +107,27 @@ def test_oat_trainer_env_path_with_gems_concat_chat_wrapper(gem_ids):
     obs, rewards, _, _, infos = vec.step([UP, "no call"])
     assert infos[0]["action_valid"] and not infos[1]["action_valid"] and rewards[1] < 0
     assert UP in obs[0] and "You moved up" in obs[0]
+
+
+@pytest.mark.parametrize("async_mode", [False, True])
+def test_make_vec_envs_are_released_without_a_vector_close(gem_ids, async_mode):
+    """GEM 0.1's vector envs have no close(): dropping the vector env releases every env it
+    built (a finalizer per env), and close_vec closes them at once."""
+    import gc
+
+    from agentgym.integrations.gem import close_vec
+
+    ids = [PREFIX + TEXT_ID] * 3
+    vec = gem.make_vec(ids, async_mode=async_mode, seed=3)
+    assert not hasattr(vec, "close")  # the premise (GEM 0.1); use it if GEM adds one
+    vec.reset()
+    sessions = [env.session for env in vec.envs]
+    assert not any(s.closed for s in sessions)
+    del vec
+    gc.collect()
+    assert all(s.closed for s in sessions)
+
+    vec = gem.make_vec(ids, async_mode=async_mode, seed=3)
+    vec.reset()
+    assert close_vec(vec) == 3 and all(env.session.closed for env in vec.envs)
+    assert close_vec(vec) == 3  # closing again is harmless
