@@ -849,7 +849,7 @@ RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "splits-disjoint",
-        "train and test task ids are non-empty and disjoint",
+        "every split has tasks; no held-out task is a training task",
         lambda env, seed, factory: check_splits_disjoint(env),
     ),
     _Rule(

@@ -89,7 +89,7 @@ class SumEnv(AgentEnv):
         if action.answer is None:
             return StepOutcome(text="Reply with <answer>N</answer>.", action_valid=False)
         self.answered = True
-        right = action.answer.strip() == str(self.a + self.b)
+        right = action.answer.strip() == self.expected()
         return StepOutcome(
             text="Right." if right else "Wrong.",
             components={"outcome": float(right)},
@@ -100,8 +100,11 @@ class SumEnv(AgentEnv):
     def state_key(self) -> str:
         return f"{self.a}+{self.b}:{self.answered}"
 
+    def expected(self) -> str:
+        return str(self.a + self.b)
+
     def oracle_action(self) -> str:
-        return f"<answer>{self.a + self.b}</answer>"
+        return f"<answer>{self.expected()}</answer>"
 
 
 class LeakyAnswerEnv(SumEnv):
@@ -116,26 +119,11 @@ class ChoiceEnv(SumEnv):
 
     def question(self) -> str:
         right, wrong = self.a + self.b, self.a + self.b + 1
-        first, second = (right, wrong) if self.a % 2 else (wrong, right)
+        first, second = (right, wrong) if self.expected() == "A" else (wrong, right)
         return f"What is {self.a} + {self.b}? A) {first} B) {second}. Reply with the letter."
 
-    def _step(self, action: ParsedAction) -> StepOutcome:
-        if action.answer is None:
-            return StepOutcome(text="Reply with <answer>A</answer> or B.", action_valid=False)
-        self.answered = True
-        right = action.answer.strip() == self.letter()
-        return StepOutcome(
-            text="Right." if right else "Wrong.",
-            components={"outcome": float(right)},
-            terminated=True,
-            success=right,
-        )
-
-    def letter(self) -> str:
+    def expected(self) -> str:
         return "A" if self.a % 2 else "B"
-
-    def oracle_action(self) -> str:
-        return f"<answer>{self.letter()}</answer>"
 
 
 class RaisesInStepEnv(CounterEnv):
