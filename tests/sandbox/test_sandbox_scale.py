@@ -1,0 +1,30 @@
+"""Many CodeMath sessions at once, some hostile, through the env API (issue 21, reduced).
+
+The full-scale run (1,024 sessions) is ``python -m benchmarks sandbox_scale``; this runs the
+same harness, :func:`benchmarks.bench_sandbox_scale.scale_run`, at a size CI can afford.
+"""
+
+from __future__ import annotations
+
+import pytest
+from agentgym.simulators.sandbox import SandboxPool
+
+from benchmarks.bench_sandbox_scale import HOSTILE, scale_run
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
+
+
+def test_hostile_sessions_cost_benign_ones_nothing_and_leave_nothing(pool: SandboxPool) -> None:
+    sessions = 10 * len(HOSTILE)  # every tenth hostile: each hostile kind once
+    out = scale_run(pool, sessions=sessions, cells=3, cell_timeout=2.0)
+    assert out["errors"] == []
+    assert len(out["benign_cells"]) == 3 * out["benign"] == 3 * (sessions - len(HOSTILE))
+    assert {k.split(":")[0] for k in out["hostile_status"]} == set(HOSTILE)
+    # what hostile cells got: stopped at their limit, or refused
+    assert out["hostile_status"].get("sleep: tool failed") == 3
+    assert out["hostile_status"].get("spin: tool failed") == 3
+    assert out["leftovers"] == {
+        "sessions": 0, "lineages": 0, "workdirs": 0, "cgroups": 0, "busy_uids": 0,
+        "ipc_objects": 0, "uid_processes": 0,
+    }  # fmt: skip
+    assert out["memory_left"] < 16 << 20, out["memory_left"]
