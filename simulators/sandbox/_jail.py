@@ -1235,6 +1235,7 @@ def _run_main(code: str, grade: dict | None) -> int:
     g = {"__name__": "__main__", "__builtins__": __builtins__}
     exit_code = 0
     try:
+        _check_text(code)
         exec(compile(code, "<sandbox>", "exec"), g)
     except SystemExit as e:
         exit_code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
@@ -1397,6 +1398,7 @@ def _run_cell(code: str, g: dict) -> None:
     """Run a cell like a notebook: the value of a final bare expression is printed."""
     import ast
 
+    _check_text(code)
     tree = ast.parse(code, "<cell>", "exec")
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
@@ -1408,6 +1410,19 @@ def _run_cell(code: str, g: dict) -> None:
         value = eval(compile(last, "<cell>", "eval"), g)
         if value is not None:
             print(repr(value))
+
+
+def _check_text(code: str) -> None:
+    """Refuse code Python cannot compile because it is not valid text (a lone surrogate),
+    with a message about the code rather than a traceback through the compiler."""
+    try:
+        code.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = code.count("\n", 0, exc.start) + 1
+        raise SyntaxError(
+            f"line {line}: the code holds a character that is not valid text "
+            f"(a lone surrogate, {code[exc.start]!a})"
+        ) from None
 
 
 def _digest(g: dict) -> str:

@@ -261,3 +261,16 @@ def test_each_session_has_its_own_memory_pids_and_cpu_cgroups(one: SandboxPool) 
         paths = [g.get(controller) for g in groups]
         assert all(p and p != "/" for p in paths), (controller, groups)
         assert len(set(paths)) == 3, (controller, paths)
+
+
+@pytest.mark.usefixtures("no_leaks")
+def test_code_with_a_lone_surrogate_gets_a_syntax_error_not_a_compiler_traceback(
+    one: SandboxPool,
+) -> None:
+    """Half an emoji in a cell used to print a traceback through the host's ``ast.py``."""
+    note = "the code holds a character that is not valid text (a lone surrogate, '\\ud83d')"
+    with one.session() as s:
+        results = [(one.run("print('a\ud83d')"), 1), (s.run("x = 1\ny = 'a\ud83d'"), 2)]
+    for r, line in results:
+        assert r.status == "error"
+        assert r.stderr == f"SyntaxError: line {line}: {note}\n", r.stderr
