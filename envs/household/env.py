@@ -10,12 +10,12 @@ reward range       -0.1 .. 10 per step
 =================  ===========================================================
 
 Observations
-    At reset: the room and every receptacle in it, then the task::
+    At reset: the task, then the room and every receptacle in it::
+
+        Your task is to: put a clean mug in coffeemachine.
 
         You are in the middle of a room. Looking quickly around you, you see a cabinet 2,
         a countertop 1, a fridge 1, ... and a sinkbasin 1.
-
-        Your task is to: put a clean mug in coffeemachine.
 
     After each command, what it did: ``You arrive at countertop 1. On the countertop 1, you
     see a mug 1, and an apple 2.``; ``You open the fridge 1. The fridge 1 is open. In it,
@@ -155,7 +155,9 @@ class HouseholdEnv(AgentEnv):
     def _reset(self, task_id: str, options: Mapping[str, Any]) -> ResetOutcome:
         instruction = self._load(task_id, None)
         assert self._world is not None
-        text = f"{self._world.overview()}\n\nYour task is to: {instruction}"
+        # The task comes first (as verl-agent's ALFWorld prompt puts it), so a reader of the
+        # conversation's head - the byte-level reference agent - always sees it.
+        text = f"Your task is to: {instruction}\n\n{self._world.overview()}"
         return ResetOutcome(text=text, instruction=instruction, system_prompt=SYSTEM_PROMPT)
 
     def _step(self, action: ParsedAction) -> StepOutcome:

@@ -9,13 +9,16 @@ Examples:
     'heat some apple and put it in countertop.'
     >>> goal.instruction(1)
     'put a hot apple in countertop.'
+    >>> goal.instruction(2)
+    'warm up an apple and place it on the countertop.'
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentgym.simulators.household.world import Home, State
+from agentgym.simulators.household.catalog import RECEPTACLE_KINDS
+from agentgym.simulators.household.world import Home, State, article
 
 #: The six task types, in ALFWorld's order, with the short names task ids and tests use.
 TASK_TYPES = ("pick", "light", "clean", "heat", "cool", "two")
@@ -35,35 +38,35 @@ NEEDS = {"clean": "clean", "heat": "hot", "cool": "cool"}
 
 PHRASINGS: dict[str, tuple[str, ...]] = {
     "pick": (
-        "put a {obj} in {target}.",
+        "put {a_obj} in {target}.",
         "put some {obj} on {target}.",
-        "find a {obj} and put it in {target}.",
-        "move a {obj} to the {target}.",
+        "find {a_obj} and put it in {target}.",
+        "move {a_obj} to the {target}.",
     ),
     "light": (
         "look at {obj} under the {lamp}.",
         "examine the {obj} with the {lamp}.",
-        "hold a {obj} and turn on the {lamp}.",
+        "hold {a_obj} and turn on the {lamp}.",
     ),
     "clean": (
         "clean some {obj} and put it in {target}.",
         "put a clean {obj} in {target}.",
-        "wash a {obj}, then put it on the {target}.",
+        "wash {a_obj}, then put it {prep} the {target}.",
     ),
     "heat": (
         "heat some {obj} and put it in {target}.",
         "put a hot {obj} in {target}.",
-        "warm up a {obj} and place it on the {target}.",
+        "warm up {a_obj} and place it {prep} the {target}.",
     ),
     "cool": (
         "cool some {obj} and put it in {target}.",
         "put a cool {obj} in {target}.",
-        "chill a {obj}, then put it on the {target}.",
+        "chill {a_obj}, then put it {prep} the {target}.",
     ),
     "two": (
         "put two {obj} in {target}.",
         "find two {obj} and put them in {target}.",
-        "place two {obj} on the {target}.",
+        "place two {obj} {prep} the {target}.",
     ),
 }
 
@@ -80,7 +83,11 @@ class Goal:
     def instruction(self, phrasing: int) -> str:
         """The instruction in phrasing number ``phrasing`` (taken modulo how many there are)."""
         forms = PHRASINGS[self.type]
-        return forms[phrasing % len(forms)].format(obj=self.obj, target=self.target, lamp=self.lamp)
+        target = RECEPTACLE_KINDS.get(self.target or "")
+        prep = target.preposition if target is not None else ""
+        return forms[phrasing % len(forms)].format(
+            obj=self.obj, a_obj=article(self.obj), target=self.target, lamp=self.lamp, prep=prep
+        )
 
     def counted(self, home: Home, state: State, obj: str) -> bool:
         """Whether ``obj`` has what this goal asks of an object (its kind and state)."""

@@ -100,8 +100,9 @@ def test_task_id_option_and_split_errors():
     env = make("test_seen")
     obs, info = env.reset(seed=0, options={"task_id": "household-l5-t201"})
     assert info["task_id"] == "household-l5-t201"
-    assert obs["text"].startswith("You are in the middle of a room. Looking quickly around you")
-    assert f"Your task is to: {info['instruction']}" in obs["text"]
+    task_line, overview = obs["text"].split("\n\n")
+    assert task_line == f"Your task is to: {info['instruction']}"
+    assert overview.startswith("You are in the middle of a room. Looking quickly around you")
     with pytest.raises(UnknownTaskError, match="belongs to split 'train'"):
         env.reset(options={"task_id": "household-l5-t3"})
     with pytest.raises(UnknownTaskError):
