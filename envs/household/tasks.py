@@ -11,10 +11,10 @@ tool evaluates on) is ``test_unseen``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
-from typing import overload
 
 from agentgym.simulators.household import UNSEEN_FROM
+
+from agentgym.tasks import SeededTaskSet
 
 TRAIN_LAYOUTS = range(0, 300)
 TEST_UNSEEN_LAYOUTS = range(UNSEEN_FROM, UNSEEN_FROM + 40)
@@ -41,8 +41,8 @@ def parse_task_id(task_id: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-class LayoutTaskSet(Sequence[str]):
-    """The task ids of every (layout, slot) pair, as a lazy sequence.
+class LayoutTaskSet(SeededTaskSet):
+    """The task ids of every (layout, slot) pair, as a lazy sequence (layout-major).
 
     Examples:
         >>> tasks = LayoutTaskSet(range(0, 3), range(10, 12))
@@ -53,23 +53,11 @@ class LayoutTaskSet(Sequence[str]):
     """
 
     def __init__(self, layouts: range, slots: range):
+        super().__init__("household", 0, len(layouts) * len(slots))
         self.layouts, self.slots = layouts, slots
 
-    def __len__(self) -> int:
-        return len(self.layouts) * len(self.slots)
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(f"task index {index} out of range 0..{len(self) - 1}")
-        layout, slot = divmod(index, len(self.slots))
+    def task_id_of(self, seed: int) -> str:
+        layout, slot = divmod(seed, len(self.slots))
         return f"household-l{self.layouts[layout]}-t{self.slots[slot]}"
 
     def __contains__(self, task_id: object) -> bool:
@@ -81,9 +69,6 @@ class LayoutTaskSet(Sequence[str]):
             return False
         canonical = f"household-l{layout}-t{slot}" == task_id  # no leading zeros
         return canonical and layout in self.layouts and slot in self.slots
-
-    def __iter__(self) -> Iterator[str]:
-        return (self[i] for i in range(len(self)))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.layouts!r}, {self.slots!r})"

@@ -137,37 +137,38 @@ def test_normalise_and_listing():
     assert listing(["egg 1", "cup 2", "mug 1"]) == "an egg 1, a cup 2, and a mug 1"
 
 
+MUG_TO_COUNTERTOP = [
+    "go to sidetable 1",
+    "take mug 2 from sidetable 1",
+    "go to countertop 1",
+    "put mug 2 in/on countertop 1",
+]
+HEAT_APPLE_AND_PLACE = [
+    "go to countertop 1",
+    "take apple 1 from countertop 1",
+    "go to microwave 1",
+    "heat apple 1 with microwave 1",
+    "go to countertop 1",
+    "put apple 1 in/on countertop 1",
+]
+
+
 @pytest.mark.parametrize(
     ("goal", "commands", "holds"),
     [
         (
             Goal("pick", "mug", target="countertop"),
-            [
-                "go to sidetable 1",
-                "take mug 2 from sidetable 1",
-                "go to countertop 1",
-                "put mug 2 in/on countertop 1",
-            ],
+            MUG_TO_COUNTERTOP,
             True,
         ),
         (
             Goal("clean", "mug", target="countertop"),
-            [
-                "go to sidetable 1",
-                "take mug 2 from sidetable 1",
-                "go to countertop 1",
-                "put mug 2 in/on countertop 1",
-            ],
+            MUG_TO_COUNTERTOP,
             False,
         ),
         (
             Goal("two", "mug", target="countertop"),
-            [
-                "go to sidetable 1",
-                "take mug 2 from sidetable 1",
-                "go to countertop 1",
-                "put mug 2 in/on countertop 1",
-            ],
+            MUG_TO_COUNTERTOP,
             False,
         ),
         (
@@ -188,26 +189,12 @@ def test_normalise_and_listing():
         ),
         (
             Goal("heat", "apple", target="countertop"),
-            [
-                "go to countertop 1",
-                "take apple 1 from countertop 1",
-                "go to microwave 1",
-                "heat apple 1 with microwave 1",
-                "go to countertop 1",
-                "put apple 1 in/on countertop 1",
-            ],
+            HEAT_APPLE_AND_PLACE,
             True,
         ),
         (
             Goal("cool", "apple", target="countertop"),
-            [
-                "go to countertop 1",
-                "take apple 1 from countertop 1",
-                "go to microwave 1",
-                "heat apple 1 with microwave 1",
-                "go to countertop 1",
-                "put apple 1 in/on countertop 1",
-            ],
+            HEAT_APPLE_AND_PLACE,
             False,
         ),
     ],
