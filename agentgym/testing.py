@@ -649,7 +649,7 @@ def _fingerprint(obs: Mapping[str, Any]) -> str:
     return digest.hexdigest()
 
 
-def check_state_key_varies(env: gym.Env, seed: int = 0, tasks: int = 4, steps: int = 2) -> None:
+def check_state_key_varies(env: gym.Env, seed: int = 0, tasks: int = 3, steps: int = 2) -> None:
     """The key is not constant: states with different observations get more than one key."""
     rng = np.random.default_rng(seed + 11)
     seen: set[str] = set()
@@ -700,7 +700,7 @@ def _oracle_answer(env: gym.Env, max_turns: int) -> str:
     raise _Skip(f"the oracle gave no <answer> within {max_turns} turns")
 
 
-def check_answer_hidden(env: gym.Env, seed: int = 0, tasks: int = 5, max_turns: int = 20) -> None:
+def check_answer_hidden(env: gym.Env, seed: int = 0, tasks: int = 3, max_turns: int = 20) -> None:
     """The hidden answer (the ``<answer>`` the oracle ends with) is not shown at reset."""
     unwrapped = _unwrapped(env)
     if not getattr(unwrapped, "answers_in_text", False):
