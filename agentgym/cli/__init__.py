@@ -13,6 +13,7 @@ import difflib
 import importlib
 import os
 import pkgutil
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -89,7 +90,17 @@ class _Parser(argparse.ArgumentParser):
         return close[0] if close else None
 
     def error(self, message: str) -> NoReturn:
+        choice = _INVALID_CHOICE.search(message)
+        if choice:
+            options = re.findall(r"'([^']*)'", choice.group(2))
+            close = difflib.get_close_matches(choice.group(1), options, n=1, cutoff=0.6)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+#: argparse's message for a value outside ``choices`` (a subcommand, ``--policy``...).
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -138,3 +138,25 @@ def test_progress_bars_stay_out_of_redirected_output(args):
     assert done.returncode == 0, done.stderr
     assert "\r" not in done.stderr and "ep/s" not in done.stderr, done.stderr[-500:]
     assert "success" in done.stdout  # the run itself still reports
+
+
+@pytest.mark.parametrize(
+    ("argv", "hint"),
+    [
+        (["lst"], "did you mean 'list'?"),
+        (["run", "agentgym/Sokoban-Tiny-v0", "--policy", "oracel"], "did you mean 'oracle'?"),
+    ],
+)
+def test_a_mistyped_choice_gets_did_you_mean(argv, hint, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice" in err and hint in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_choice_far_from_every_option_gets_no_suggestion(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "agentgym/Sokoban-Tiny-v0", "--policy", "zzzzz"])
+    err = capsys.readouterr().err
+    assert "invalid choice: 'zzzzz'" in err and "did you mean" not in err
