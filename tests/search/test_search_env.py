@@ -10,6 +10,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from agentgym.envs.search.searchqa import MAX_CALLS, SearchQAEnv
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import agentgym
 from agentgym.parsing import render_answer, render_tool_call
@@ -185,3 +187,31 @@ def test_gym_make_builds_it_with_the_family_and_a_json_tool_list():
     assert json.loads(json.dumps(info["tools"]))[0]["function"]["name"] == "search"
     assert info["question_type"] in ("bridge", "comparison", "compositional")
     env.close()
+
+
+NASTY = st.one_of(
+    st.text(max_size=60),
+    st.sampled_from(["\udcff\ud800", "\x00", "(((", ".*+?", "a" * 300, "The", "  ", "é" * 40]),
+)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(text=NASTY, tool=st.sampled_from(["search", "open", "answer"]))
+def test_any_argument_string_gives_an_observation_never_an_exception(text, tool):
+    env = SearchQAEnv(answer_tool=True)
+    env.reset(seed=5)
+    key = {"search": "query", "open": "title", "answer": "answer"}[tool]
+    obs, reward, terminated, _, info = env.step(render_tool_call(tool, {key: text}))
+    assert env.observation_space.contains(obs)
+    assert info["action_valid"] and terminated == (tool == "answer")
+    if tool != "answer":
+        assert reward == 0.0 and obs["text"].startswith(("search(", "No article", "Article", "'"))
+
+
+def test_overlong_arguments_are_refused_by_the_schema():
+    env = SearchQAEnv()
+    env.reset(seed=5)
+    *_, info = env.step(render_tool_call("search", {"query": "x" * 501}))
+    assert not info["action_valid"] and "query" in info["error"]
+    *_, info = env.step(render_tool_call("open", {"title": "x" * 301}))
+    assert not info["action_valid"] and "title" in info["error"]
