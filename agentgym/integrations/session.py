@@ -60,6 +60,7 @@ from typing import Any
 import gymnasium as gym
 
 from agentgym.error import InvalidConfigError
+from agentgym.text import safe_text
 from agentgym.wrappers.chat import IMAGE_FORMATS, IMAGES_LEFT_OUT_NOTE, observation_message
 
 Message = dict[str, Any]
@@ -78,6 +79,19 @@ __all__ = [
     "release_with",
     "takes_answer_tool",
 ]
+
+
+def _utf8_observation(obs: Any) -> Any:
+    """``obs`` with lone surrogates in its text replaced (:func:`agentgym.text.safe_text`).
+
+    Every framework adapter sends observation text to a tokenizer or over the wire, where a
+    lone surrogate (a model's half emoji echoed by an env) cannot be encoded.
+    """
+    if isinstance(obs, Mapping) and isinstance(obs.get("text"), str):
+        text = safe_text(obs["text"])
+        if text is not obs["text"]:
+            return {**obs, "text": text}
+    return obs
 
 
 def _close_quietly(session: TextSession) -> None:
@@ -312,6 +326,7 @@ class TextSession:
     ) -> SessionStart:
         """Start an episode; ``options={"task_id": ...}`` picks the task."""
         obs, info = self.env.reset(seed=seed, options=dict(options) if options else None)
+        obs = _utf8_observation(obs)
         self.messages = []
         if info.get("system_prompt"):
             self.messages.append({"role": "system", "content": info["system_prompt"]})
@@ -330,6 +345,7 @@ class TextSession:
             raise gym.error.ResetNeeded("Call reset() before step().")
         action = assistant_text(turn)
         obs, reward, terminated, truncated, info = self.env.step(action)
+        obs = _utf8_observation(obs)
         self.messages.append(self._assistant_message(turn))
         new = self._feedback(obs, turn)
         self.messages.extend(new)

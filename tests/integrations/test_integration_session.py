@@ -111,3 +111,32 @@ def test_a_tool_calls_field_that_is_not_a_list_is_judged_by_the_env_not_raised()
             assert turn.info["action_valid"] is False
             assert "expected a JSON object" in turn.messages[0]["content"]
     s.close()
+
+
+class EchoesTheModel(gym.Wrapper):
+    """A third-party env that echoes the model's text verbatim into its observation (as the
+    web envs did with unknown element ids before issue 23)."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return (
+            {**obs, "text": f"You wrote: {action}\n{obs['text']}"},
+            reward,
+            terminated,
+            truncated,
+            info,
+        )
+
+
+def test_observations_reach_every_adapter_as_valid_utf8_whatever_the_env_echoes():
+    """TextSession is the core of every framework adapter: a lone surrogate an env echoes
+    becomes U+FFFD in the messages (tokenizers and the wire cannot encode it)."""
+    s = TextSession(EchoesTheModel(gym.make(ENV_ID)), feedback_role="user")
+    s.reset(seed=1)
+    turn = s.step("half an emoji \ud83d here")
+    text = turn.messages[-1]["content"]
+    assert text.startswith("You wrote: half an emoji \ufffd here\n")
+    text.encode("utf-8")
+    # the assistant's own turn is kept as sent: it is the model's output, not an observation
+    assert s.messages[-2]["content"] == "half an emoji \ud83d here"
+    s.close()
