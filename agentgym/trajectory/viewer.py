@@ -22,6 +22,7 @@ import base64
 import html
 import json
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -380,9 +381,10 @@ def render_html(
     if out is None:
         return "".join(iter_html(path, max_episodes=max_episodes, problems=problems))
     target = Path(out)
-    partial = target.with_name(f".{target.name}.partial")
+    # a name of its own per call, created like any new file (umask permissions)
+    partial = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.partial")
     try:
-        with partial.open("w", encoding="utf-8") as f:
+        with partial.open("x", encoding="utf-8") as f:
             for piece in iter_html(path, max_episodes=max_episodes, problems=problems):
                 f.write(piece)
         os.replace(partial, target)
