@@ -281,7 +281,7 @@ def test_own_env_page_packages_checks_tests_and_evaluates_its_env(tmp_path):
     assert system["role"] == "system" and "Count the red cells" in system["content"]
     parts = user["content"]
     assert any(p.get("type") == "image_url" for p in parts), parts
-    assert [t["function"]["name"] for t in first["tools"]] == ["describe_row"]
+    assert "describe_row" in [t["function"]["name"] for t in first["tools"]]
     # nothing was installed outside the scratch venv
     check = subprocess.run(
         [sys.executable, "-c", "import importlib.util as u; print(u.find_spec('mylab_envs'))"],
