@@ -41,10 +41,12 @@ Rewards (component: default weight)
     ``success`` is an exact match.
 
 Tasks
-    ``searchqa-<seed>``; train seeds 0..99,999, test seeds 100,000..100,999. Train seeds
+    ``searchqa-<seed>``; train seeds 0..99,999, test seeds 100,000..100,999, valid seeds
+    101,000..101,999 (for choosing hyperparameters without touching test). Train seeds
     ``25,000*w .. 25,000*w + 24,999`` ask about train world ``w`` (4 worlds); every test seed
-    asks about one test world whose names come from a disjoint alphabet (no entity name, nor
-    any word of one, is shared with a train world), so test questions cannot be answered
+    asks about one test world, every valid seed about one valid world. Test and valid names
+    come from an alphabet disjoint from the train worlds' (no entity name, nor any invented
+    word of one, is shared with a train world), so held-out questions cannot be answered
     from memory of training articles. ``info["question_type"]`` and ``info["hops"]`` say what
     was drawn.
 
@@ -99,6 +101,7 @@ MAX_CALLS = 3
 #: Train seeds per train world, and the worlds' seeds.
 SEEDS_PER_TRAIN_WORLD = 25_000
 TEST_WORLD_SEED = 1_000
+VALID_WORLD_SEED = 2_000
 
 SYSTEM_PROMPT = (
     "You answer questions about a fictional world using its encyclopedia. The questions "
@@ -115,6 +118,8 @@ _YES_NO_STARTS = ("Were", "Was", "Are", "Is", "Did", "Do", "Does")
 
 def world_of(seed: int) -> tuple[int, int]:
     """``(world seed, alphabet)`` of the world a task seed asks about."""
+    if seed >= 101_000:
+        return VALID_WORLD_SEED, 1
     if seed >= 100_000:
         return TEST_WORLD_SEED, 1
     return seed // SEEDS_PER_TRAIN_WORLD, 0
@@ -131,6 +136,7 @@ class SearchQAEnv(AgentEnv):
     }
     default_max_turns: ClassVar[int | None] = 8
     answers_in_text: ClassVar[bool] = True
+    splits: ClassVar[tuple[str, ...]] = ("train", "test", "valid")
 
     def __init__(
         self,
@@ -152,7 +158,10 @@ class SearchQAEnv(AgentEnv):
             answer_tool=answer_tool,
         )
         self.top_k = int(top_k)
-        self._splits = seeded_splits("searchqa")
+        self._splits = {
+            **seeded_splits("searchqa"),
+            "valid": SeededTaskSet("searchqa", 101_000, 1_000),
+        }
         self._enc: Encyclopedia | None = None
         self._question: Question | None = None
         self._loaded: str | None = None

@@ -6,7 +6,13 @@ import collections
 
 import numpy as np
 import pytest
-from agentgym.envs.search.searchqa import SEEDS_PER_TRAIN_WORLD, TEST_WORLD_SEED, world_of
+from agentgym.envs.search.searchqa import (
+    SEEDS_PER_TRAIN_WORLD,
+    TEST_WORLD_SEED,
+    VALID_WORLD_SEED,
+    SearchQAEnv,
+    world_of,
+)
 from agentgym.simulators.search import QUESTION_MIX, build_world, get_encyclopedia, make_question
 from agentgym.simulators.search.names import ALPHABETS
 from agentgym.simulators.search.world import FILLER_WORDS, WORLD_SIZES
@@ -24,6 +30,12 @@ def test_task_seeds_map_to_four_train_worlds_and_one_test_world():
     assert world_of(SEEDS_PER_TRAIN_WORLD - 1) == (0, 0)
     assert world_of(99_999) == (3, 0)
     assert world_of(100_000) == world_of(100_999) == (TEST_WORLD_SEED, 1)
+    assert world_of(101_000) == world_of(101_999) == (VALID_WORLD_SEED, 1)
+    env = SearchQAEnv(split="valid")
+    ids = {split: set(env.task_ids(split)) for split in ("train", "test", "valid")}
+    assert len(ids["valid"]) == len(ids["test"]) == 1000 and len(ids["train"]) == 100_000
+    assert not ids["valid"] & ids["test"] and not ids["valid"] & ids["train"]
+    assert env.reset(seed=0)[1]["task_id"] in ids["valid"]
 
 
 def test_same_seed_same_world_articles_and_questions():
@@ -50,8 +62,9 @@ def test_world_has_a_few_thousand_uniquely_titled_entities(enc):
     assert enc.open(film.name).ambiguous
 
 
-def test_test_world_names_are_disjoint_from_every_train_world():
-    test_world = build_world(TEST_WORLD_SEED, 1)
+@pytest.mark.parametrize("held_out", [TEST_WORLD_SEED, VALID_WORLD_SEED])
+def test_held_out_world_names_are_disjoint_from_every_train_world(held_out):
+    test_world = build_world(held_out, 1)
     test_names = {e.name for e in test_world.entities}
     test_words = {w for n in test_names for w in n.split()}
     for seed, alphabet in TRAIN_WORLDS:
