@@ -5,6 +5,7 @@ id                 ``agentgym/SearchQA-v0``
 world              3,395 fictional entities (people, places, organisations, works) per
                    world, 5,500+ passages, BM25 (``bm25s``); generated from a seed
 question           bridge (2 hops) 45%, comparison 25%, compositional 3-hop 20%, 4-hop 10%
+                   (``question_types=`` keeps a subset, e.g. ``["bridge"]``)
 action             ``search`` / ``open`` tool calls (up to 3 per turn) and/or
                    ``<answer>...</answer>`` (or the ``answer`` tool), which ends the episode
 observation        text: the question at reset, then the results of each call
@@ -61,7 +62,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from agentgym.envs.search.metrics import exact_match, f1_score
-from agentgym.simulators.search import Encyclopedia, Question, get_encyclopedia, make_question
+from agentgym.simulators.search import (
+    QUESTION_MIX,
+    Encyclopedia,
+    Question,
+    get_encyclopedia,
+    make_question,
+)
 from agentgym.simulators.search.articles import Passage
 from agentgym.simulators.search.encyclopedia import tokenize
 
@@ -142,6 +149,7 @@ class SearchQAEnv(AgentEnv):
         self,
         *,
         top_k: int = 3,
+        question_types: Sequence[str] | None = None,
         split: str = "train",
         reward_weights: Mapping[str, float] | None = None,
         max_turns: int | None = None,
@@ -150,6 +158,12 @@ class SearchQAEnv(AgentEnv):
     ):
         if not 1 <= int(top_k) <= 20:
             raise InvalidConfigError(f"top_k must be in 1..20, got {top_k!r}.")
+        types = tuple(QUESTION_MIX) if question_types is None else tuple(question_types)
+        if not types or any(t not in QUESTION_MIX for t in types):
+            raise InvalidConfigError(
+                f"question_types must be a non-empty subset of {list(QUESTION_MIX)}, "
+                f"got {question_types!r}."
+            )
         super().__init__(
             split=split,
             reward_weights=reward_weights,
@@ -158,6 +172,8 @@ class SearchQAEnv(AgentEnv):
             answer_tool=answer_tool,
         )
         self.top_k = int(top_k)
+        #: Question type -> weight: the card's mix, restricted to ``question_types``.
+        self.question_mix = {t: QUESTION_MIX[t] for t in QUESTION_MIX if t in types}
         self._splits = {
             **seeded_splits("searchqa"),
             "valid": SeededTaskSet("searchqa", 101_000, 1_000),
@@ -193,7 +209,7 @@ class SearchQAEnv(AgentEnv):
             return
         seed = SeededTaskSet.seed_of(task_id)
         self._enc = get_encyclopedia(*world_of(seed))
-        self._question = make_question(self._enc.world, seed)
+        self._question = make_question(self._enc.world, seed, self.question_mix)
         self._loaded = task_id
 
     # ---- episode ---------------------------------------------------------------------------

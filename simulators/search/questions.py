@@ -17,6 +17,7 @@ order a reader would open them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -245,11 +246,17 @@ def comparison_question(world: World, rng: np.random.Generator) -> Question:
     return Question("comparison", 2, text, ("yes" if same else "no",), (a.id, b.id), needed)
 
 
-def make_question(world: World, seed: int) -> Question:
-    """The question of ``seed`` in ``world``: its type drawn by :data:`QUESTION_MIX`."""
+def make_question(world: World, seed: int, mix: Mapping[str, float] | None = None) -> Question:
+    """The question of ``seed`` in ``world``, its type drawn by ``mix`` (default
+    :data:`QUESTION_MIX`; any subset of its keys, weights renormalised)."""
+    mix = QUESTION_MIX if mix is None else mix
+    unknown = sorted(set(mix) - set(QUESTION_MIX))
+    if unknown or not mix or sum(mix.values()) <= 0:
+        raise ValueError(f"mix needs positive weights over {list(QUESTION_MIX)}, got {dict(mix)!r}")
     rng = np.random.default_rng([seed, 0x9E57])
-    kinds = list(QUESTION_MIX)
-    kind = kinds[int(rng.choice(len(kinds), p=list(QUESTION_MIX.values())))]
+    kinds = list(mix)
+    weights = np.asarray([float(mix[k]) for k in kinds])
+    kind = kinds[int(rng.choice(len(kinds), p=weights / weights.sum()))]
     if kind == "comparison":
         return comparison_question(world, rng)
     return chain_question(world, rng, 2 if kind == "bridge" else int(kind[-1]))

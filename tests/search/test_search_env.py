@@ -215,3 +215,16 @@ def test_overlong_arguments_are_refused_by_the_schema():
     assert not info["action_valid"] and "query" in info["error"]
     *_, info = env.step(render_tool_call("open", {"title": "x" * 301}))
     assert not info["action_valid"] and "title" in info["error"]
+
+
+def test_question_types_keeps_a_subset_of_the_mix():
+    env = SearchQAEnv(question_types=["bridge", "compositional-4"])
+    hops = {env.reset(seed=s)[1]["hops"] for s in range(30)}
+    assert hops == {2, 4} and env.question.kind in ("bridge", "compositional")
+    kinds = {
+        SearchQAEnv(question_types=["comparison"]).reset(seed=s)[1]["question_type"]
+        for s in range(5)
+    }
+    assert kinds == {"comparison"}
+    with pytest.raises(agentgym.error.InvalidConfigError, match="question_types"):
+        SearchQAEnv(question_types=["trivia"])
