@@ -20,8 +20,8 @@ VIEW = ["--context", "dialogue", "--history-turns", "-1", "--prompt-bytes", "160
 @pytest.mark.slow
 def test_demos_sft_then_gigpo_and_tree_grpo_run_at_a_tiny_budget(tmp_path):
     demos = tmp_path / "demos.agtr"
-    stats = record_demos(ENV_ID, demos, episodes=6, epsilon=0.2, seed=0, num_envs=2)
-    assert stats.episodes == 6 and stats.steps >= 6
+    stats = record_demos(ENV_ID, demos, episodes=4, epsilon=0.2, seed=0, num_envs=2)
+    assert stats.episodes == 4 and stats.steps >= 4
     steps = demo_steps(demos, history_turns=None)
     for step in steps:
         assert step.action in step.input.info["admissible_actions"]
@@ -30,7 +30,7 @@ def test_demos_sft_then_gigpo_and_tree_grpo_run_at_a_tiny_budget(tmp_path):
 
     sft = tmp_path / "sft"
     args = ["train", "--env", ENV_ID, "--algo", "sft", "--demos", str(demos), "--lr", "1e-2"]
-    args += ["--iterations", "4", "--minibatch", "16", "--prompt-head-bytes", "60"]
+    args += ["--iterations", "3", "--minibatch", "16", "--prompt-head-bytes", "60"]
     assert main([*args, *VIEW, *SMALL, "--out", str(sft)]) == 0
     state = load_checkpoint_state(sft / "checkpoint.pt")
     trained = TransformerPolicy.from_state_dict(state)
