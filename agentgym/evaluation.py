@@ -19,7 +19,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import comb
 from typing import Any
@@ -30,7 +30,16 @@ import numpy as np
 from agentgym.agents.base import Policy, PolicyInput
 from agentgym.error import InvalidConfigError
 
-__all__ = ["EvalReport", "TaskResult", "evaluate", "pass_at_k", "pass_hat_k", "user_seed_for"]
+__all__ = [
+    "EvalReport",
+    "TaskResult",
+    "evaluate",
+    "pass_at_k",
+    "pass_hat_k",
+    "pass_k_summary",
+    "report_ks",
+    "user_seed_for",
+]
 
 
 def _check(n: int, c: int, k: int) -> None:
@@ -50,6 +59,39 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     """Chance that all ``k`` trials drawn from ``n`` (``c`` successes) succeed (pass^k)."""
     _check(n, c, k)
     return comb(c, k) / comb(n, k)
+
+
+def report_ks(samples: int) -> tuple[int, ...]:
+    """The ``k`` values worth reporting for ``samples`` trials per task: 1, powers of 2, n.
+
+    >>> report_ks(1), report_ks(4), report_ks(6)
+    ((1,), (1, 2, 4), (1, 2, 4, 6))
+    """
+    powers = {2**i for i in range(samples.bit_length()) if 2**i <= samples}
+    return tuple(sorted(powers | {1, samples}))
+
+
+def pass_k_summary(
+    successes_by_task: Mapping[Any, Sequence[bool]], ks: Sequence[int]
+) -> dict[str, tuple[float, int]]:
+    """``{"pass@k": (mean, tasks), "pass^k": (mean, tasks)}`` for each ``k`` in ``ks``.
+
+    Each task contributes the unbiased estimate over its own ``n`` trials; a task with
+    fewer than ``k`` trials (an interrupted run) is left out of that ``k``, and ``tasks``
+    says how many were averaged (the mean is NaN when none).
+
+    >>> out = pass_k_summary({"a": [True, False, False, False], "b": [True, True, True, False]}, [2])
+    >>> out["pass@2"], out["pass^2"]
+    ((0.75, 2), (0.25, 2))
+    """
+    out: dict[str, tuple[float, int]] = {}
+    for k in ks:
+        runs = [(len(s), sum(map(bool, s))) for s in successes_by_task.values() if len(s) >= k]
+        at = [pass_at_k(n, c, k) for n, c in runs]
+        hat = [pass_hat_k(n, c, k) for n, c in runs]
+        out[f"pass@{k}"] = (float(np.mean(at)) if at else float("nan"), len(runs))
+        out[f"pass^{k}"] = (float(np.mean(hat)) if hat else float("nan"), len(runs))
+    return out
 
 
 def user_seed_for(seed: int, task_index: int, trial: int) -> int:

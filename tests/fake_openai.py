@@ -5,8 +5,11 @@ request that carries ``tools`` with a structured tool call (``move`` up, Sokoban
 one whose last message is ``"fail"`` with HTTP 500, and any other with ``"echo <last>"``.
 Tests read what was asked (:attr:`FakeOpenAI.requests`), how many requests were in flight
 at once (:attr:`FakeOpenAI.max_in_flight`), and can queue error statuses to answer first
-(:attr:`FakeOpenAI.statuses`). The ``fake_openai`` fixture in ``tests/conftest.py`` starts
-one per test.
+(:attr:`FakeOpenAI.statuses`). ``stall_after=N`` makes every request after the first N hang
+until the server closes (a model server stuck on a long generation; :attr:`FakeOpenAI.stalled`
+is set when the first one arrives), and ``reject_tool_messages`` answers HTTP 400 to a request
+holding ``role: tool`` messages, as servers without native tool messages do. The
+``fake_openai`` fixture in ``tests/conftest.py`` starts one per test.
 
 ``python -m tests.fake_openai --port P --content TEXT --log FILE`` runs one in the foreground
 that replies ``TEXT`` to every request and appends each request body to ``FILE`` (JSON lines):
@@ -51,9 +54,22 @@ class FakeOpenAI:
         port: The port on 127.0.0.1 (0: any free one).
     """
 
-    def __init__(self, reply: Reply = move_up_or_echo, delay_s: float = 0.0, port: int = 0):
+    def __init__(
+        self,
+        reply: Reply = move_up_or_echo,
+        delay_s: float = 0.0,
+        port: int = 0,
+        *,
+        stall_after: int | None = None,
+        reject_tool_messages: bool = False,
+    ):
         self.reply = reply
         self.delay_s = delay_s
+        self.stall_after = stall_after
+        self.reject_tool_messages = reject_tool_messages
+        self.stalled = threading.Event()
+        """Set when the first request past ``stall_after`` arrives."""
+        self._closing = threading.Event()
         self.requests: list[tuple[str, str | None, dict[str, Any]]] = []
         self.statuses: list[int] = []
         """HTTP error statuses to answer the next requests with, in order, before replying."""
@@ -73,8 +89,16 @@ class FakeOpenAI:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             status = self.statuses.pop(0) if self.statuses else 200
+            stall = self.stall_after is not None and len(self.requests) > self.stall_after
         try:
+            if stall:
+                self.stalled.set()
+                self._closing.wait()
+                return 503, b"server closed"
             time.sleep(self.delay_s)
+            if self.reject_tool_messages and any(m.get("role") == "tool" for m in body["messages"]):
+                return 400, b'{"error": {"message": "unexpected role tool"}}'
+
             if status != 200:
                 return status, json.dumps({"error": {"message": f"status {status}"}}).encode()
             if body["messages"][-1].get("content") == "fail":
@@ -106,13 +130,16 @@ class FakeOpenAI:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 status, data = owner._answer(self.path, self.headers.get("Authorization"), body)
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                if status == 429:
-                    self.send_header("Retry-After", "0")  # a rate limit the client may retry
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    if status == 429:
+                        self.send_header("Retry-After", "0")  # a rate limit the client may retry
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client left (an interrupted run): nobody to answer
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -124,6 +151,7 @@ class FakeOpenAI:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closing.set()
         self._server.shutdown()
         self._server.server_close()
 

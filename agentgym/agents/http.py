@@ -6,21 +6,37 @@ request, up to ``max_concurrency``). Structured ``tool_calls`` in the reply are 
 to the canonical ``<tool_call>{...}</tool_call>`` text the envs parse, so the env sees the
 same action whichever way the model produced it. Token logprobs are returned when the server
 gives them (``logprobs=True``).
+
+Past turns go back to the server the way chat templates expect them: an assistant turn whose
+text holds tool calls becomes an assistant message with native ``tool_calls``, and the env's
+reply to it a ``role: tool`` message (:func:`native_tool_messages`). A server that refuses
+those (HTTP 400/422) gets the plain-text history instead, for the rest of the run.
+
+Request threads are daemon threads and nothing waits for a request in flight on
+:meth:`HTTPPolicy.close`, so Ctrl-C ends a run at once even while a slow server is thinking.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import queue
+import threading
 import time
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any, Literal
 
 import numpy as np
 
 from agentgym.agents.base import Generation, PolicyInput
 from agentgym.error import AgentGymError, DependencyMissingError
-from agentgym.parsing import render_tool_call
+from agentgym.parsing import _split_tagged, render_tool_call
+
+logger = logging.getLogger(__name__)
+
+#: How past tool calls are sent: native messages, plain text, or native until refused.
+ToolMessages = Literal["auto", "native", "text"]
 
 
 class PolicyRequestError(AgentGymError, RuntimeError):
@@ -31,12 +47,20 @@ class PolicyRequestError(AgentGymError, RuntimeError):
         self.status = status
 
 
-def _retry_after(header: str | None, attempt: int) -> float:
-    """Seconds to wait before retry ``attempt`` (0-based): the server's say, else 1, 2, 4..."""
+def retry_delay(attempt: int, header: str | None = None, base_s: float = 1.0) -> float:
+    """Seconds to wait before retry ``attempt`` (0-based).
+
+    The server's ``Retry-After`` (seconds) when it sent one, else exponential backoff
+    ``base_s * 2**attempt`` (1, 2, 4, 8... s); never more than 30 s.
+
+    >>> [retry_delay(a) for a in range(6)], retry_delay(0, "3")
+    ([1.0, 2.0, 4.0, 8.0, 16.0, 30.0], 3.0)
+    """
+    backoff = base_s * 2.0**attempt
     try:
-        wait = float(header) if header else 2.0**attempt
+        wait = float(header) if header else backoff
     except ValueError:  # an HTTP date: not worth parsing for a retry
-        wait = 2.0**attempt
+        wait = backoff
     return min(max(wait, 0.0), 30.0)
 
 
@@ -66,6 +90,143 @@ def reply_to_text(message: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _native_calls(text: str) -> tuple[str, list[dict[str, Any]]] | None:
+    """The text outside ``<tool_call>`` blocks and the calls as OpenAI ``tool_calls``.
+
+    ``None`` when the turn holds no call, or any call that is not a well-formed
+    ``{"name": ..., "arguments": {...}}`` object: such a turn stays text, so the model sees
+    exactly what it wrote (and the env's complaint about it).
+    """
+    bodies, outside, unclosed = _split_tagged(text, "tool_call")
+    if not bodies or unclosed:
+        return None
+    calls = []
+    for body in bodies:
+        try:
+            call = json.loads(body)
+        except (json.JSONDecodeError, RecursionError):
+            return None
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            return None
+        args = call.get("arguments", {})
+        if not isinstance(args, dict):
+            return None
+        calls.append({"name": call["name"], "arguments": json.dumps(args, ensure_ascii=False)})
+    return outside.strip(), calls
+
+
+def _text_and_images(content: Any) -> tuple[str, list[Any]]:
+    """A message's text and its non-text content parts (images)."""
+    if isinstance(content, str):
+        return content, []
+    texts, others = [], []
+    for part in content or []:
+        if isinstance(part, Mapping) and part.get("type") == "text":
+            texts.append(str(part.get("text", "")))
+        else:
+            others.append(part)
+    return "\n".join(texts), others
+
+
+#: The content of the tool messages before the last when one turn made several calls: the
+#: env answers a turn with one observation, which goes in the last call's message.
+SEE_NEXT_RESULT = "(the result of this turn's calls is in the last tool message)"
+
+
+def native_tool_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Chat messages with past tool calls as native ``tool_calls`` and ``role: tool`` replies.
+
+    An assistant message whose text holds ``<tool_call>`` blocks becomes an assistant
+    message with ``tool_calls`` (ids ``call_<message index>_<k>``) and the text outside the
+    blocks as content; the user message that follows (the env's observation) becomes one
+    ``role: tool`` message per call, the observation text in the last one. Images in that
+    observation follow in a user message (tool messages carry text only). Other messages
+    are kept as they are.
+
+    >>> msgs = [{"role": "user", "content": "go"},
+    ...         {"role": "assistant", "content": render_tool_call("move", {"d": "up"})},
+    ...         {"role": "user", "content": "moved"}]
+    >>> out = native_tool_messages(msgs)
+    >>> out[1]["tool_calls"][0]["function"]
+    {'name': 'move', 'arguments': '{"d": "up"}'}
+    >>> out[2]
+    {'role': 'tool', 'tool_call_id': 'call_1_0', 'content': 'moved'}
+    """
+    out: list[dict[str, Any]] = []
+    pending: list[str] = []  # ids of the calls the next user message answers
+    for index, message in enumerate(messages):
+        role, content = message.get("role"), message.get("content")
+        if pending and role == "user":
+            text, images = _text_and_images(content)
+            for k, call_id in enumerate(pending):
+                body = text if k == len(pending) - 1 else SEE_NEXT_RESULT
+                out.append({"role": "tool", "tool_call_id": call_id, "content": body})
+            if images:
+                out.append({"role": "user", "content": images})
+            pending = []
+            continue
+        pending = []
+        split = _native_calls(content) if role == "assistant" and isinstance(content, str) else None
+        if split is None:
+            out.append(dict(message))
+            continue
+        rest, calls = split
+        pending = [f"call_{index}_{k}" for k in range(len(calls))]
+        out.append(
+            {
+                "role": "assistant",
+                "content": rest or None,
+                "tool_calls": [
+                    {"id": call_id, "type": "function", "function": call}
+                    for call_id, call in zip(pending, calls)
+                ],
+            }
+        )
+    return out
+
+
+class _DaemonWorkers:
+    """A bounded set of daemon threads running submitted calls.
+
+    Unlike :class:`concurrent.futures.ThreadPoolExecutor`, whose workers the interpreter
+    joins at exit, these never hold up the exit of an interrupted run: a request stuck on a
+    slow server is simply abandoned.
+    """
+
+    def __init__(self, max_workers: int):
+        self._max = max(1, max_workers)
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+
+    def submit(self, fn: Callable[[Any], Any], arg: Any) -> Future:
+        future: Future = Future()
+        self._jobs.put((fn, arg, future))
+        if len(self._threads) < self._max:
+            thread = threading.Thread(target=self._work, daemon=True, name="HTTPPolicy")
+            thread.start()
+            self._threads.append(thread)
+        return future
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            fn, arg, future = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(arg))
+            except BaseException as exc:  # handed to the caller through the future
+                future.set_exception(exc)
+
+    def shutdown(self) -> None:
+        """Let idle workers end; a worker busy with a request ends when it returns."""
+        for _ in self._threads:
+            self._jobs.put(None)
+        self._threads = []
+
+
 class HTTPPolicy:
     """Chat completions over HTTP.
 
@@ -75,18 +236,26 @@ class HTTPPolicy:
         api_key: sent as ``Authorization: Bearer ...`` when given.
         send_tools: pass the env's ``info["tools"]`` as OpenAI ``tools``.
         temperature: sampling temperature (``agentgym eval`` sets 0 for its greedy mode).
+        top_p: nucleus-sampling mass, sent as ``top_p`` when given.
         max_tokens: generation budget of one reply.
         logprobs: ask for token logprobs.
         timeout: seconds to wait for one reply.
         max_concurrency: requests in flight at once (one :meth:`act` batch is sent together).
-        retries: how often a request answered 429 (rate limit) or 502/503/504 (server busy
-            or restarting) is retried, after ``Retry-After`` or 1, 2, 4... s (at most 30 s);
-            hosted APIs rate-limit bursts of concurrent requests.
-        extra_body: merged into every request (e.g. ``{"top_p": 0.9}``).
+        retries: how often a request is retried when the server answers 429 (rate limit) or
+            any 5xx, or (once the server has answered at all) the connection fails; after
+            ``Retry-After`` or ``backoff_s`` * 1, 2, 4... s (at most 30 s). A server that
+            was never reached fails at once: it is most likely a wrong address.
+        backoff_s: the first retry's wait when the server gives no ``Retry-After``.
+        extra_body: merged into every request last, so it may set any field (e.g.
+            ``{"chat_template_kwargs": {"enable_thinking": False}}`` for vLLM/SGLang).
+        tool_messages: how past tool calls are sent: ``"native"`` (assistant ``tool_calls``
+            and ``role: tool`` replies, see :func:`native_tool_messages`), ``"text"`` (as
+            the model wrote them, the env's reply as a user message), or ``"auto"``
+            (native until the server refuses them with HTTP 400/422, then text).
     """
 
-    #: HTTP statuses that say "try again later" rather than "this request is wrong".
-    RETRY_STATUSES = frozenset({429, 502, 503, 504})
+    #: HTTP statuses that say "try again later" rather than "this request is wrong" (and 5xx).
+    RETRY_STATUSES = frozenset({429})
 
     def __init__(
         self,
@@ -95,13 +264,16 @@ class HTTPPolicy:
         *,
         api_key: str | None = None,
         temperature: float = 1.0,
+        top_p: float | None = None,
         max_tokens: int = 512,
         send_tools: bool = True,
         logprobs: bool = False,
         timeout: float = 120.0,
         max_concurrency: int = 16,
-        retries: int = 2,
+        retries: int = 4,
+        backoff_s: float = 1.0,
         extra_body: Mapping[str, Any] | None = None,
+        tool_messages: ToolMessages = "auto",
     ):
         try:
             import httpx
@@ -109,41 +281,92 @@ class HTTPPolicy:
             raise DependencyMissingError(
                 "httpx (needed by HTTPPolicy)", "pip install httpx"
             ) from exc
+        if tool_messages not in ("auto", "native", "text"):
+            raise ValueError(f"tool_messages must be auto, native or text, got {tool_messages!r}")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.temperature = temperature
+        self.top_p = top_p
         self.max_tokens = max_tokens
         self.send_tools = send_tools
         self.logprobs = logprobs
         self.retries = retries
+        self.backoff_s = backoff_s
         self.extra_body = dict(extra_body or {})
+        self.tool_messages: ToolMessages = tool_messages
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout, headers=headers)
-        self._pool = ThreadPoolExecutor(max_workers=max_concurrency)
+        self._workers = _DaemonWorkers(max_concurrency)
+        self._reached = False  # the server has answered once: connection errors are retried
+        self._in_flight = 0
+        self._lock = threading.Lock()
 
-    def _request(self, item: PolicyInput) -> Generation:
+    def _body(self, item: PolicyInput, native: bool) -> dict[str, Any]:
+        messages = native_tool_messages(item.messages) if native else list(item.messages)
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": item.messages,
+            "messages": messages,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
-            **self.extra_body,
         }
+        if self.top_p is not None:
+            body["top_p"] = self.top_p
         if self.send_tools and item.info.get("tools"):
             body["tools"] = item.info["tools"]
         if self.logprobs:
             body["logprobs"] = True
+        body.update(self.extra_body)
+        return body
+
+    def _retryable(self, status: int) -> bool:
+        return status in self.RETRY_STATUSES or status >= 500
+
+    def _post(self, body: dict[str, Any]) -> Any:
+        """POST with retries (see the class docstring); the last response."""
+        import httpx
+
         for attempt in range(self.retries + 1):
             try:
                 resp = self._client.post(self.url, json=body)
+            except httpx.TransportError as exc:
+                if not self._reached or attempt == self.retries:
+                    why = _one_line(str(exc)) or type(exc).__name__
+                    raise PolicyRequestError(
+                        f"request to {self.url} failed: {why}. Is the server up at that address?"
+                    ) from exc
+                logger.warning("request to %s failed (%s); retrying", self.url, exc)
+                time.sleep(retry_delay(attempt, None, self.backoff_s))
+                continue
             except Exception as exc:
                 why = _one_line(str(exc)) or type(exc).__name__
                 raise PolicyRequestError(
                     f"request to {self.url} failed: {why}. Is the server up at that address?"
                 ) from exc
-            if resp.status_code not in self.RETRY_STATUSES or attempt == self.retries:
-                break
-            time.sleep(_retry_after(resp.headers.get("retry-after"), attempt))
+            self._reached = True
+            if not self._retryable(resp.status_code) or attempt == self.retries:
+                return resp
+            logger.warning("%s answered HTTP %d; retrying", self.url, resp.status_code)
+            time.sleep(retry_delay(attempt, resp.headers.get("retry-after"), self.backoff_s))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _request(self, item: PolicyInput) -> Generation:
+        native = self.tool_messages != "text"
+        body = self._body(item, native)
+        resp = self._post(body)
+        if (
+            resp.status_code in (400, 422)
+            and self.tool_messages == "auto"
+            and any(m.get("role") == "tool" for m in body["messages"])
+        ):
+            self.tool_messages = "text"
+            logger.warning(
+                "%s refused native tool messages (HTTP %d: %s); sending past tool calls as "
+                "text from now on",
+                self.url,
+                resp.status_code,
+                _one_line(resp.text, 120),
+            )
+            resp = self._post(self._body(item, False))
         if resp.status_code != 200:
             hint = ""
             if resp.status_code in (401, 403):
@@ -171,10 +394,33 @@ class HTTPPolicy:
             meta={"finish_reason": choice.get("finish_reason"), "usage": data.get("usage", {})},
         )
 
+    def _counted(self, item: PolicyInput) -> Generation:
+        with self._lock:
+            self._in_flight += 1
+        try:
+            return self._request(item)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
     def act(self, inputs: Sequence[PolicyInput]) -> list[Generation]:
-        """Send all requests at once; results come back in input order."""
-        return list(self._pool.map(self._request, inputs))
+        """Send all requests at once; results come back in input order.
+
+        An interrupt (Ctrl-C) while waiting leaves the requests in flight to their daemon
+        threads and cancels those not yet sent.
+        """
+        futures = [self._workers.submit(self._counted, item) for item in inputs]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
-        self._client.close()
+        """Release the threads and connections; never waits for a request in flight."""
+        self._workers.shutdown()
+        with self._lock:
+            idle = self._in_flight == 0
+        if idle:  # a request still in flight keeps its connection until it ends
+            self._client.close()

@@ -15,6 +15,7 @@ One place that knows every kind, so ``agentgym eval``, ``agentgym demos`` and th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -71,11 +72,14 @@ def load_policy(
     api_key: str | None = None,
     max_concurrency: int = 16,
     request_timeout: float = 120.0,
+    http_options: Mapping[str, Any] | None = None,
 ) -> Policy:
     """A policy of ``kind`` (see :data:`POLICY_KINDS` and the module docstring).
 
     ``base_url``, ``api_key``, ``max_concurrency`` (requests in flight) and
-    ``request_timeout`` (seconds) are for ``openai``; ``model`` is its served model name.
+    ``request_timeout`` (seconds) are for ``openai``; ``model`` is its served model name;
+    ``http_options`` go to :class:`agentgym.agents.http.HTTPPolicy` as keyword arguments
+    (``top_p``, ``extra_body``, ``tool_messages``, ``retries``).
     """
     from agentgym.agents.scripted import NoisyPolicy, OraclePolicy, RandomPolicy
 
@@ -147,5 +151,6 @@ def load_policy(
             max_tokens=max_new_tokens,
             timeout=request_timeout,
             max_concurrency=max_concurrency,
+            **dict(http_options or {}),
         )
     raise InvalidConfigError(f"unknown policy {kind!r}; choose from {list(POLICY_KINDS)}.")

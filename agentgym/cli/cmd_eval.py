@@ -9,12 +9,18 @@ Examples::
     agentgym eval agentgym/Sokoban-Tiny-v0 --policy openai --base-url http://127.0.0.1:8000/v1 \
         --model Qwen/Qwen2.5-7B-Instruct --episodes 50 --num-envs 16 --record eval.agtr
 
-Plays ``--episodes`` episodes of ``--split`` (default ``test``: tasks disjoint from the
-training split; episode k is reset with seed ``--seed`` + k), greedy and/or sampled, through
-the same rollout loop as training, so a trained checkpoint sees the input it was trained on
-(its history window is read from the checkpoint). Prints a summary table; ``--out`` writes
-one JSON line per episode (mode, task id, seed, success, return, turns); ``--record`` writes
-every step of every episode to a trajectory file (``agentgym view FILE -o eval.html``).
+Plays ``--episodes`` tasks of ``--split`` (default ``test``: tasks disjoint from the
+training split; task k is reset with seed ``--seed`` + k), through the same rollout loop as
+training, so a trained checkpoint sees the input it was trained on (its history window is
+read from the checkpoint). One mode by default: greedy (temperature 0), or sampled when
+``--temperature`` > 0 or ``--samples-per-task`` > 1 asks for sampling; ``--mode both``
+plays every task both ways. ``--samples-per-task K`` plays each task K times and adds
+pass@k (some of k samples succeed) and pass^k (all k succeed) to the summary.
+
+Prints a summary table; ``--out`` gets one JSON line per episode (mode, task id, seed,
+sample, success, return, turns) the moment it ends; ``--record`` writes every step of every
+episode to a trajectory file (``agentgym view FILE -o eval.html``). Ctrl-C stops the run at
+once and still writes ``--out`` and the summary of the episodes that finished (exit 130).
 
 ``--policy openai`` evaluates a model behind any OpenAI-compatible chat-completions server
 (vLLM, SGLang, llama.cpp, a hosted API): ``--base-url`` and ``--model`` (the served name).
@@ -23,6 +29,10 @@ actions. ``--num-envs`` envs play at once, so up to that many requests are in fl
 API key is read from the environment variable ``--api-key-env`` names (default
 ``OPENAI_API_KEY``, sent when set; a local server usually needs none), never from the
 command line. The model reads the whole conversation unless ``--history-turns`` says less.
+``--temperature``, ``--top-p`` and ``--extra-body JSON`` (merged into every request, e.g. a
+chat template's ``enable_thinking``) shape the requests; past tool calls go back as native
+``tool_calls`` and ``role: tool`` messages unless the server refuses them
+(``--tool-messages``); a request answered 429 or 5xx, or cut off, is retried with backoff.
 """
 
 from __future__ import annotations
@@ -30,9 +40,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from typing import Any
 
-from agentgym.cli.args import json_object, positive_int
+from agentgym.cli.args import json_object, positive_int, progress_wanted
 from agentgym.error import InvalidConfigError
 
 #: The environment variable ``--policy openai`` reads its API key from by default.
@@ -49,7 +60,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("env_id", metavar="ID", help="a registered id (see `agentgym list`)")
-    p.add_argument("--policy", default="checkpoint", choices=list(POLICY_KINDS))
+    p.add_argument(
+        "--policy",
+        default="checkpoint",
+        choices=list(POLICY_KINDS),
+        help="what plays (default: checkpoint)",
+    )
     p.add_argument("--checkpoint", default=None, help="checkpoint.pt (or its run folder)")
     p.add_argument(
         "--model",
@@ -79,13 +95,69 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="--policy openai: seconds to wait for one reply (default 120)",
     )
     p.add_argument("--epsilon", type=float, default=0.2, help="--policy noisy-oracle: noise")
-    p.add_argument("--episodes", type=int, default=100, help="held-out episodes per mode")
-    p.add_argument("--split", choices=["train", "test"], default="test")
+    p.add_argument(
+        "--episodes", type=int, default=100, help="held-out tasks per mode (default 100)"
+    )
+    p.add_argument(
+        "--split", choices=["train", "test"], default="test", help="task split (default: test)"
+    )
     p.add_argument(
         "--mode",
         choices=["both", "greedy", "sampled"],
-        default="both",
-        help="greedy (temperature 0), sampled, or both (default)",
+        default=None,
+        help=(
+            "greedy (temperature 0), sampled (the policy's temperature, or --temperature), or "
+            "both (every episode twice). Default: sampled when --temperature > 0 or "
+            "--samples-per-task > 1 is given, else greedy"
+        ),
+    )
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        metavar="T",
+        help="the sampled mode's temperature (default: the policy's own; openai: 1.0)",
+    )
+    p.add_argument(
+        "--top-p",
+        type=float,
+        default=None,
+        metavar="P",
+        help="--policy openai: nucleus sampling mass, sent as top_p (default: the server's)",
+    )
+    p.add_argument(
+        "--extra-body",
+        default=None,
+        metavar="JSON",
+        help=(
+            "--policy openai: a JSON object merged into every request, e.g. "
+            '\'{"chat_template_kwargs": {"enable_thinking": false}}\''
+        ),
+    )
+    p.add_argument(
+        "--samples-per-task",
+        type=positive_int,
+        default=1,
+        metavar="K",
+        help="play each task K times and report pass@k and pass^k (default 1)",
+    )
+    p.add_argument(
+        "--tool-messages",
+        choices=["auto", "native", "text"],
+        default=None,
+        help=(
+            "--policy openai: past tool calls as native tool_calls + role:tool messages, as "
+            "text, or auto (default: native until the server refuses them, then text)"
+        ),
+    )
+    p.add_argument(
+        "--retries",
+        type=int,
+        default=4,
+        help=(
+            "--policy openai: retries of a request answered 429/5xx or cut off, with "
+            "exponential backoff 1, 2, 4... s (default 4)"
+        ),
     )
     p.add_argument(
         "--history-turns",
@@ -115,7 +187,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--record", metavar="FILE", default=None, help="write every episode to this .agtr file"
     )
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
@@ -157,10 +229,56 @@ def _policy_name(args: argparse.Namespace) -> str:
     return str(args.policy)
 
 
+def _resolve_modes(args: argparse.Namespace) -> list[str]:
+    """The modes to play: ``--mode``, else sampled when sampling was asked for, else greedy."""
+    if args.temperature is not None and args.temperature < 0:
+        raise InvalidConfigError(f"--temperature must be >= 0, got {args.temperature}.")
+    if args.top_p is not None and not 0 < args.top_p <= 1:
+        raise InvalidConfigError(f"--top-p must be in (0, 1], got {args.top_p}.")
+    mode = args.mode
+    if mode is None:
+        sampling = bool(args.temperature) or args.samples_per_task > 1
+        mode = "sampled" if sampling else "greedy"
+    if mode == "greedy" and args.temperature:
+        raise InvalidConfigError(
+            f"--temperature {args.temperature} is the sampled mode's temperature, but "
+            "--mode greedy always uses 0. Pass --mode sampled (or both), or drop --temperature."
+        )
+    return ["greedy", "sampled"] if mode == "both" else [mode]
+
+
+def _http_options(args: argparse.Namespace) -> dict[str, Any]:
+    """HTTPPolicy settings from the openai-only flags; a typed error if used elsewhere."""
+    given = [
+        flag
+        for flag, value in (
+            ("--top-p", args.top_p),
+            ("--extra-body", args.extra_body),
+            ("--tool-messages", args.tool_messages),
+        )
+        if value is not None
+    ]
+    if args.policy != "openai":
+        if given:
+            raise InvalidConfigError(
+                f"{', '.join(given)} only apply to --policy openai (a model server); "
+                f"--policy {args.policy} takes none of them."
+            )
+        return {}
+    return {
+        "top_p": args.top_p,
+        "extra_body": json_object(args.extra_body, "--extra-body") if args.extra_body else None,
+        "tool_messages": args.tool_messages or "auto",
+        "retries": args.retries,
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     from agentgym.agents.load import load_policy
 
     openai = args.policy == "openai"
+    modes = _resolve_modes(args)
+    http_options = _http_options(args)
     api_key = api_key_from_env(args.api_key_env) if openai else None
     trained = _checkpoint_settings(args.checkpoint) if args.policy == "checkpoint" else {}
     if args.history_turns is not None:
@@ -184,11 +302,18 @@ def run(args: argparse.Namespace) -> int:
         api_key=api_key,
         max_concurrency=args.num_envs,
         request_timeout=args.request_timeout,
+        http_options=http_options,
     )
     name = _policy_name(args)
+    rows = EpisodeRows(args.out)
+    interrupted = False
     try:
-        results = _evaluate(args, policy, name, env_kwargs, history)
+        _evaluate(args, policy, name, env_kwargs, history, modes, rows)
+    except KeyboardInterrupt:
+        interrupted = True
     except Exception as exc:
+        if rows.rows:  # what finished still counts; the error line follows the summary
+            _print_summary(args, name, modes, rows)
         status = getattr(exc, "status", None)
         if openai and status in (401, 403):
             var = args.api_key_env or DEFAULT_API_KEY_ENV
@@ -200,31 +325,87 @@ def run(args: argparse.Namespace) -> int:
             ) from exc
         raise
     finally:
+        rows.close()
         close = getattr(policy, "close", None)
         if callable(close):
             close()
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            for res in results:
-                for row in res.rows():
-                    fh.write(json.dumps(row) + "\n")
-    print(f"{results[0].env_id}  split={args.split}  policy={name}")
-    print(f"{'mode':<8} {'episodes':>8} {'success':>8} {'+-se':>6} {'return':>8} {'turns':>6}")
-    for res in results:
-        turns = sum(o.turns for o in res.outcomes) / max(1, len(res.outcomes))
+    _print_summary(args, name, modes, rows)
+    planned = args.episodes * args.samples_per_task * len(modes)
+    if interrupted:
         print(
-            f"{res.mode:<8} {len(res.outcomes):>8} {res.success:>8.3f} {res.stderr:>6.3f} "
-            f"{res.return_mean:>8.3f} {turns:>6.1f}"
+            f"interrupted: {len(rows.rows)} of {planned} episodes finished; the summary"
+            f"{' and ' + args.out if args.out else ''} cover those.",
+            file=sys.stderr,
         )
+        return 130
+    return 0
+
+
+class EpisodeRows:
+    """Finished episodes: kept in memory and appended to ``--out`` the moment each ends.
+
+    A run stopped by Ctrl-C, a server that gave up or a crash keeps every episode that
+    finished. :meth:`close` rewrites the file in a stable order (mode, seed, sample).
+    """
+
+    def __init__(self, path: str | None):
+        self.path = path
+        self.rows: list[dict[str, Any]] = []
+        self._file = open(path, "w", encoding="utf-8") if path else None  # noqa: SIM115
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+        if self._file is not None:
+            self._file.write(json.dumps(row) + "\n")
+            self._file.flush()
+
+    def close(self) -> None:
+        if self._file is None:
+            return
+        self._file.close()
+        self._file = None
+        assert self.path is not None
+        order = {"greedy": 0, "sampled": 1}
+        self.rows.sort(key=lambda r: (order.get(r["mode"], 2), r["seed"], r["sample"]))
+        tmp = f"{self.path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(row) + "\n" for row in self.rows)
+        os.replace(tmp, self.path)
+
+
+def _print_summary(
+    args: argparse.Namespace, name: str, modes: list[str], rows: EpisodeRows
+) -> None:
+    """The table of finished episodes per mode, and pass@k / pass^k with several samples."""
+    from agentgym.evaluation import pass_k_summary, report_ks
+    from agentgym.registry import get_record
+
+    print(f"{get_record(args.env_id).id}  split={args.split}  policy={name}")
+    print(f"{'mode':<8} {'episodes':>8} {'success':>8} {'+-se':>6} {'return':>8} {'turns':>6}")
+    samples = args.samples_per_task
+    for mode in modes:
+        done = [r for r in rows.rows if r["mode"] == mode]
+        n = len(done)
+        success = sum(r["success"] for r in done) / n if n else 0.0
+        stderr = (success * (1 - success) / n) ** 0.5 if n else 0.0
+        ret = sum(r["total_reward"] for r in done) / n if n else 0.0
+        turns = sum(r["turns"] for r in done) / max(1, n)
+        print(f"{mode:<8} {n:>8} {success:>8.3f} {stderr:>6.3f} {ret:>8.3f} {turns:>6.1f}")
+        if samples > 1:
+            by_task: dict[int, list[bool]] = {}
+            for r in done:
+                by_task.setdefault(r["seed"], []).append(bool(r["success"]))
+            whole = {seed: s for seed, s in by_task.items() if len(s) == samples}
+            table = pass_k_summary(whole, report_ks(samples))
+            cells = "  ".join(f"{key} {value:.3f}" for key, (value, _) in table.items())
+            print(f"{mode:<8} {cells}  ({len(whole)} tasks with all {samples} samples)")
     if args.out:
         print(f"per-episode results: {args.out}")
     if args.record:
-        episodes = sum(len(res.outcomes) for res in results)
         print(
-            f"recorded {episodes} episodes to {args.record} "
+            f"recorded {len(rows.rows)} episodes to {args.record} "
             f"(view: agentgym view {args.record} -o eval.html)"
         )
-    return 0
 
 
 def _evaluate(
@@ -233,15 +414,17 @@ def _evaluate(
     name: str,
     env_kwargs: dict[str, Any],
     history: int | None,
-) -> list[Any]:
-    """One held-out evaluation per mode, each recorded to ``--record`` when given."""
+    modes: list[str],
+    rows: EpisodeRows,
+) -> None:
+    """Play each mode's episodes, adding each to ``rows`` (and ``--record``) as it ends."""
     from contextlib import nullcontext
 
     from agentgym.registry import get_record
-    from agentgym.rl.heldout import heldout_eval
+    from agentgym.rl.heldout import heldout_eval, temperature
     from agentgym.trajectory import Recorder
 
-    modes = ["greedy", "sampled"] if args.mode == "both" else [args.mode]
+    samples = args.samples_per_task
     recorder = (
         Recorder(
             args.record,
@@ -251,7 +434,6 @@ def _evaluate(
         if args.record
         else None
     )
-    results = []
     with recorder if recorder is not None else nullcontext():
         for mode in modes:
             callbacks: dict[str, Any] = {}
@@ -259,10 +441,30 @@ def _evaluate(
                 callbacks = recorder.play_callbacks(
                     args.env_id,
                     env_kwargs={**env_kwargs, "split": args.split},
-                    seed=args.seed,
+                    # with several samples per task, each episode's seed comes from its end
+                    seed=args.seed if samples == 1 else None,
                     meta={"mode": mode, "policy": name},
                 )
-            results.append(
+            record_end = callbacks.get("on_end")
+
+            def on_end(slot: int, summary: Any, mode: str = mode, record_end: Any = record_end):
+                if record_end is not None:
+                    record_end(slot, summary)
+                rows.add(
+                    {
+                        "mode": mode,
+                        "split": args.split,
+                        "task_id": summary.task_id,
+                        "seed": summary.seed,
+                        "sample": summary.episode % samples,
+                        "success": bool(summary.success),
+                        "total_reward": float(summary.total_reward),
+                        "turns": summary.turns,
+                    }
+                )
+
+            sampled_temperature = args.temperature if mode == "sampled" else None
+            with temperature(policy, sampled_temperature):
                 heldout_eval(
                     args.env_id,
                     policy,
@@ -273,8 +475,7 @@ def _evaluate(
                     history_turns=history,
                     num_envs=args.num_envs,
                     seed=args.seed,
-                    progress=not args.no_progress,
-                    **callbacks,
+                    progress=progress_wanted(args.no_progress),
+                    samples_per_task=samples,
+                    **{**callbacks, "on_end": on_end},
                 )
-            )
-    return results

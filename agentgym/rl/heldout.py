@@ -135,6 +135,7 @@ def heldout_eval(
     backend: str = "thread",
     seed: int = EVAL_SEED_BASE,
     progress: bool = False,
+    samples_per_task: int = 1,
     on_reset: Callable[[int, int, dict, dict], None] | None = None,
     on_step: Callable[[StepEvent], None] | None = None,
     on_end: Callable[[int, EpisodeSummary], None] | None = None,
@@ -142,7 +143,9 @@ def heldout_eval(
     """Play ``episodes`` episodes on ``split`` and return per-episode outcomes.
 
     Episode ``k`` is reset with seed ``seed + k`` in an env made with ``split=split``, so
-    the same arguments give the same tasks. ``greedy`` sets the policy's temperature to 0
+    the same arguments give the same tasks. With ``samples_per_task`` K > 1 each of those
+    ``episodes`` tasks is played K times (episode ``k`` then has seed ``seed + k // K``), for
+    pass@k and pass^k. ``greedy`` sets the policy's temperature to 0
     for the call (byte transformer, HF and HTTP policies).
 
     ``on_reset``/``on_step``/``on_end`` are :func:`agentgym.episodes.play`'s callbacks
@@ -156,10 +159,12 @@ def heldout_eval(
         raise InvalidConfigError(f"episodes must be >= 1, got {episodes}.")
     record = get_record(env_id)
     kwargs = {**dict(env_kwargs or {}), "split": split}
-    n = max(1, min(num_envs, episodes))
+    if samples_per_task < 1:
+        raise InvalidConfigError(f"samples_per_task must be >= 1, got {samples_per_task}.")
+    n = max(1, min(num_envs, episodes * samples_per_task))
     factory = functools.partial(gym.make, record.id, **kwargs)
     bar = tqdm(
-        total=episodes,
+        total=episodes * samples_per_task,
         desc=f"eval {split} {'greedy' if greedy else 'sampled'}",
         unit="ep",
         disable=not progress,
@@ -177,7 +182,7 @@ def heldout_eval(
                     pool,
                     policy,
                     [seed + k for k in range(episodes)],
-                    group_size=1,
+                    group_size=samples_per_task,
                     history_turns=history_turns,
                     group_prefix="eval:",
                     on_chain_end=tick,

@@ -102,7 +102,7 @@ def test_eval_openai_plays_records_and_reports_every_episode(
 def test_eval_openai_both_modes_record_to_one_file(fake_openai, tmp_path, capsys) -> None:
     rec = tmp_path / "both.agtr"
     args = _eval("--base-url", fake_openai.url, "--model", "m", "--episodes", "2")
-    assert main([*args, "--record", str(rec)]) == 0
+    assert main([*args, "--mode", "both", "--record", str(rec)]) == 0
     stdout = capsys.readouterr().out
     assert any(line.startswith("greedy") for line in stdout.splitlines())
     assert any(line.startswith("sampled") for line in stdout.splitlines())

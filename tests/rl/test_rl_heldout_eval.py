@@ -116,7 +116,7 @@ def test_curve_png_of_three_iterations_is_not_blank(tmp_path):
 def test_cli_eval_writes_per_episode_results_and_a_summary(tmp_path, capsys):
     out = tmp_path / "res.jsonl"
     args = ["eval", ENV, "--policy", "oracle", "--episodes", "5", "--num-envs", "5"]
-    assert main([*args, "--out", str(out), "--no-progress"]) == 0
+    assert main([*args, "--mode", "both", "--out", str(out), "--no-progress"]) == 0
     text = capsys.readouterr().out
     assert "split=test" in text and "greedy" in text and "sampled" in text
     rows = [json.loads(line) for line in out.read_text().splitlines()]

@@ -121,12 +121,13 @@ def test_http_policy_batches_requests_and_renders_tool_calls(fake_openai):
 
 
 def test_http_policy_server_error_is_a_typed_error(fake_openai):
-    policy = HTTPPolicy(fake_openai.url, "tiny")
+    policy = HTTPPolicy(fake_openai.url, "tiny", retries=2, backoff_s=0.0)
     try:
         with pytest.raises(PolicyRequestError, match="500"):
             policy.act([PolicyInput(messages=[{"role": "user", "content": "fail"}])])
     finally:
         policy.close()
+    assert len(fake_openai.requests) == 3  # a 5xx is retried, then reported
 
 
 def test_reply_to_text_keeps_malformed_arguments_visible():
