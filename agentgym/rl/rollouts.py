@@ -51,6 +51,25 @@ class Chat:
     def branch(self) -> Chat:
         return Chat(list(self.head), list(self.turns))
 
+    @classmethod
+    def after_reset(cls, obs: dict[str, Any], info: dict[str, Any]) -> Chat:
+        """The chat of a fresh episode: the env's system prompt (if any) and its first
+        observation."""
+        head: list[Message] = []
+        if info.get("system_prompt"):
+            head.append({"role": "system", "content": info["system_prompt"]})
+        head.append(observation_message(obs, "user"))
+        return cls(head)
+
+
+def merge_step_info(before: dict[str, Any], step_info: dict[str, Any]) -> dict[str, Any]:
+    """The info a policy reads after a step: the reset's keys (tools, instruction...)
+    updated by the step's; admissible actions only when the step listed them anew."""
+    merged = {**before, **step_info}
+    if "admissible_actions" not in step_info:
+        merged.pop("admissible_actions", None)
+    return merged
+
 
 @dataclass
 class StepRecord:
@@ -68,6 +87,9 @@ class StepRecord:
     success: bool = False
     node: int = -1
     """Index of this step's node in its tree (tree rollouts), else -1."""
+    policy_version: int | None = None
+    """Version of the policy that produced ``generation`` (asynchronous rollouts carry an
+    episode across policy updates: :mod:`agentgym.rollout`); None when not tracked."""
 
 
 @dataclass
@@ -179,11 +201,7 @@ def run_chains(
         st = starts[k]
         if st.snapshot is None:
             obs, info = pool.reset([slot], seeds=[st.seed])[0]
-            head = []
-            if info.get("system_prompt"):
-                head.append({"role": "system", "content": info["system_prompt"]})
-            head.append(observation_message(obs, "user"))
-            chat = Chat(head)
+            chat = Chat.after_reset(obs, info)
         else:
             pool.call("restore", st.snapshot, indices=[slot])
             assert st.chat is not None and st.info is not None
@@ -246,10 +264,7 @@ def run_chains(
             chats[s].turns.append(
                 ({"role": "assistant", "content": gen.text}, observation_message(res.obs, "user"))
             )
-            merged = {**infos[s], **res.info}
-            if "admissible_actions" not in res.info:
-                merged.pop("admissible_actions", None)
-            infos[s] = merged
+            merged = infos[s] = merge_step_info(infos[s], res.info)
             if keep_snapshots:
                 chain.snapshots.append(None)  # live ones filled below in one pool call
                 chain.chats.append(chats[s].branch())

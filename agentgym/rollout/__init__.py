@@ -1,0 +1,40 @@
+"""Asynchronous, partial, failure-aware rollouts (see ``docs/rollout.md``).
+
+* :mod:`~agentgym.rollout.engine` — :class:`RolloutEngine`: episodes in flight as asyncio
+  tasks, GRPO groups released whole, unfinished episodes carried over (APRIL), failures
+  marked ``infra_failure`` and retried or excluded.
+* :mod:`~agentgym.rollout.policy` — the async policy interface, the OpenAI-compatible HTTP
+  policy on ``httpx.AsyncClient``, and a batching wrapper for synchronous policies.
+* :mod:`~agentgym.rollout.sources` — where envs come from (local ids, an ``EnvPool``).
+* :mod:`~agentgym.rollout.records` — episodes, groups, a collection and its summary.
+* :mod:`~agentgym.rollout.training` — collected groups as the flat arrays
+  :mod:`agentgym.rl`'s estimators take, infrastructure failures left out.
+"""
+
+from __future__ import annotations
+
+from agentgym.rollout.engine import InfraFailure, RolloutConfig, RolloutEngine
+from agentgym.rollout.policy import AsyncHTTPPolicy, AsyncPolicy, BatchingPolicy, as_async
+from agentgym.rollout.records import Collection, CollectionSummary, Episode, Group
+from agentgym.rollout.sources import EnvSlot, EnvSource, LocalEnvSource, PoolEnvSource
+from agentgym.rollout.training import TrainingArrays, training_arrays
+
+__all__ = [
+    "AsyncHTTPPolicy",
+    "AsyncPolicy",
+    "BatchingPolicy",
+    "Collection",
+    "CollectionSummary",
+    "EnvSlot",
+    "EnvSource",
+    "Episode",
+    "Group",
+    "InfraFailure",
+    "LocalEnvSource",
+    "PoolEnvSource",
+    "RolloutConfig",
+    "RolloutEngine",
+    "TrainingArrays",
+    "as_async",
+    "training_arrays",
+]

@@ -1,0 +1,159 @@
+"""What the rollout engine keeps and returns: episodes, GRPO groups and a collection.
+
+An :class:`Episode` is one attempt at one task: its steps (each tagged with the policy
+version that produced it and the collection call it was generated in), its chat so far and
+its status. A :class:`Group` is the ``group_size`` episodes of one task (same seed); it is
+released only when every member has ended, and an infrastructure failure that retries did
+not cure leaves the group ``usable=False`` so advantages leave it out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agentgym.rl.rollouts import Chat, RolloutBatch, StepRecord, Trajectory
+
+Status = Literal["pending", "running", "paused", "done", "infra_failure"]
+
+
+@dataclass(eq=False)
+class Episode:
+    """One attempt at one task (see the module docstring)."""
+
+    group_id: str
+    seed: int
+    member: int
+    """Its place in the group (0..group_size-1); a retry takes the failed attempt's place."""
+    traj_id: int
+    attempt: int = 0
+    task_id: str = ""
+    status: Status = "pending"
+    cause: str | None = None
+    """Why an ``infra_failure`` happened (env crash, env timeout, policy error...)."""
+    steps: list[StepRecord] = field(default_factory=list)
+    step_collects: list[int] = field(default_factory=list)
+    """For each step, the index of the collection call that generated it."""
+    step_tokens: list[int] = field(default_factory=list)
+    chat: Chat | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    slot: Any = None
+    """The env slot it holds while running or paused (None before reset and after its end)."""
+
+    @property
+    def ended(self) -> bool:
+        return self.status in ("done", "infra_failure")
+
+    @property
+    def total_reward(self) -> float:
+        return float(sum(s.reward for s in self.steps))
+
+    @property
+    def success(self) -> bool:
+        return bool(self.status == "done" and self.steps and self.steps[-1].success)
+
+    @property
+    def tokens(self) -> int:
+        return sum(self.step_tokens)
+
+    def to_trajectory(self) -> Trajectory:
+        """The episode as :mod:`agentgym.rl` rows take it."""
+        return Trajectory(self.traj_id, self.group_id, self.seed, self.task_id, self.steps)
+
+
+@dataclass(eq=False)
+class Group:
+    """The ``group_size`` episodes of one task (same seed), released as a whole."""
+
+    group_id: str
+    seed: int
+    members: list[Episode]
+    retired: list[Episode] = field(default_factory=list)
+    """Attempts that failed and were replaced by a retry (kept for the record)."""
+
+    @property
+    def ended(self) -> bool:
+        return all(ep.ended for ep in self.members)
+
+    @property
+    def usable(self) -> bool:
+        """Every member finished normally: the group may enter advantages."""
+        return all(ep.status == "done" for ep in self.members)
+
+    @property
+    def failures(self) -> list[Episode]:
+        """Every attempt that ended in an infrastructure failure (retried ones included)."""
+        return [ep for ep in [*self.retired, *self.members] if ep.status == "infra_failure"]
+
+
+@dataclass
+class CollectionSummary:
+    """Counts of one :meth:`~agentgym.rollout.RolloutEngine.collect` call."""
+
+    groups: int = 0
+    """Groups released (usable or not)."""
+    usable_groups: int = 0
+    excluded_groups: int = 0
+    """Released groups left out of advantages: a member failed even after its retries."""
+    episodes_finished: int = 0
+    """Episodes of released groups that ended normally (``done``)."""
+    infra_failures: int = 0
+    """Attempts that ended in an infrastructure failure during this call (retried or not)."""
+    retries: int = 0
+    """Fresh attempts started to replace failed ones."""
+    causes: dict[str, int] = field(default_factory=dict)
+    """Infrastructure failures by kind (``env_error``, ``env_timeout``, ``policy_error``...)."""
+    carried_in: int = 0
+    """Unfinished episodes taken over from the previous call."""
+    carried_out: int = 0
+    """Unfinished episodes paused at the end of this call, to be continued by the next."""
+    aborted_requests: int = 0
+    """Policy requests cancelled when collection stopped (their episodes repeat that turn)."""
+    restarted_stale: int = 0
+    """Carried episodes restarted from reset because their oldest step was too stale."""
+    tokens: int = 0
+    """Tokens of the released episodes' steps."""
+    carried_tokens: int = 0
+    """Of those, tokens generated in an earlier collection call."""
+    env_steps: int = 0
+    policy_requests: int = 0
+    env_seconds: float = 0.0
+    """Seconds spent in env reset/step calls, summed over episodes."""
+    policy_seconds: float = 0.0
+    """Seconds episodes waited for their own policy replies, summed over episodes."""
+    seconds: float = 0.0
+    """Wall time of the call."""
+
+    @property
+    def carried_token_share(self) -> float:
+        return self.carried_tokens / self.tokens if self.tokens else 0.0
+
+
+@dataclass
+class Collection:
+    """The groups one collection call released, and its summary."""
+
+    groups: list[Group]
+    summary: CollectionSummary
+    policy_version: int
+
+    @property
+    def usable_groups(self) -> list[Group]:
+        return [g for g in self.groups if g.usable]
+
+    @property
+    def episodes(self) -> list[Episode]:
+        """Every member of every released group (failed ones included), group by group."""
+        return [ep for g in self.groups for ep in g.members]
+
+    def to_batch(self) -> RolloutBatch:
+        """The usable groups as a :class:`~agentgym.rl.rollouts.RolloutBatch`: what
+        ``grpo_rows``/``gigpo_rows`` and the trainer take (excluded groups left out)."""
+        trajs = [ep.to_trajectory() for g in self.usable_groups for ep in g.members]
+        return RolloutBatch(
+            trajs,
+            env_steps=self.summary.env_steps,
+            policy_calls=self.summary.policy_requests,
+            tokens=self.summary.tokens,
+            seconds=self.summary.seconds,
+        )
