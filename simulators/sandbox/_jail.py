@@ -243,7 +243,7 @@ class Watch:
         self.done = False
         self.open = set(fds)
         self.registered: list[int] = []
-        self.writing = bool(self.outbox)
+        self.writing = False
         self.timer = worker.at(deadline, lambda: self.finish("timeout"))
         for name, fd in fds.items():
             self._register(fd, name)
@@ -252,9 +252,11 @@ class Watch:
         if pid_fd is not None:
             self._register(pid_fd, "exit")
         if ctl is not None:
-            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.outbox else 0)
-            self._register(ctl.fileno(), "ctl", events)
-            self._send()
+            self._send()  # most requests fit in the socket at once: no write interest needed
+            if not self.done:
+                events = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.outbox else 0)
+                self.writing = bool(self.outbox)
+                self._register(ctl.fileno(), "ctl", events)
 
     def _register(self, fd: int, name: str, events: int = selectors.EVENT_READ) -> None:
         self.worker.sel.register(fd, events, (self, name))
@@ -384,6 +386,9 @@ class Worker:
         """Our own child processes still to be waited for (sessions, kill helpers)."""
         self.ping_waiters: list = []
         self.wfd = -1
+        self.running = 0
+        """Runs and session calls in flight: the worker's CPU weight follows it."""
+        self.cpu_shares = 1024
 
     # ---- the event loop -----------------------------------------------------------------
 
@@ -445,7 +450,21 @@ class Worker:
         except Exception:
             reply({"status": "internal_error", "stderr": traceback.format_exc()})
 
-    # ---- capacity: uids, memory, pids ---------------------------------------------------
+    # ---- capacity: uids, memory, pids, CPU weight ---------------------------------------
+
+    def _busy(self, delta: int) -> None:
+        """Count a run or cell starting (+1) or ending (-1), and weigh the worker's cpu group
+        as that many processes: against the host's other processes the sandbox then gets
+        what its running cells would as plain processes, however they are grouped inside."""
+        self.running += delta
+        shares = 1024 * min(256, max(1, self.running))
+        cpu = self.cgroup_roots.get("cpu")
+        if cpu is not None and shares != self.cpu_shares:
+            try:
+                _write(os.path.join(cpu, "cpu.shares"), str(shares))
+                self.cpu_shares = shares
+            except OSError:
+                pass
 
     def _free_uid(self, sessions_only: bool) -> int | None:
         """A uid no live run or session of this worker has (None when all are taken)."""
@@ -792,8 +811,10 @@ class Worker:
             os.close(res_w)
             os.set_blocking(res_r, False)
         pidfd = _pidfd(pid)
+        self._busy(+1)
 
         def done(got: dict) -> None:
+            self._busy(-1)
             status = got["status"]
             if status is not None:
                 _kill(pid)
@@ -942,6 +963,7 @@ class Worker:
 
         def done(got: dict) -> None:
             s["watch"] = None
+            self._busy(-1)
             status = got["status"]
             reply = got["reply"]
             if status is None and reply is None:
@@ -963,6 +985,7 @@ class Worker:
             finally:
                 self._lineage_next(uid)
 
+        self._busy(+1)
         gone = s is not self.sessions.get(s["sid"])  # lost while this operation waited
         if gone or time.monotonic() >= deadline:
             done({"status": "dead" if gone else "timeout", "reply": None, "stdout": "", "stderr": "",

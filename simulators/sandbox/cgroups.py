@@ -12,6 +12,23 @@ from agentgym.simulators.sandbox.layers import CGROUP_ROOT
 PARENT = "agentgym-sandbox"
 #: The cgroup v1 controllers the sandbox uses.
 CONTROLLERS = ("memory", "pids", "cpu")
+#: The weight of one runnable process (nice 0) in the cpu controller.
+CPU_SHARE = 1024
+
+
+def worker_dir(controller: str, name: str) -> str:
+    """Where worker ``name``'s cgroup of ``controller`` lives.
+
+    Memory and pids groups sit below one ``agentgym-sandbox`` parent. The cpu group sits at
+    the top of its hierarchy instead (``agentgym-sandbox.<name>``): there it competes with
+    every host process as one entity of weight ``cpu.shares``, and the worker sets that to
+    one process's weight per running cell, so the sandbox as a whole gets what its running
+    cells would as plain processes (a shared parent would cap all workers at one process's
+    worth), while inside it each session gets an equal share.
+    """
+    if controller == "cpu":
+        return os.path.join(CGROUP_ROOT, controller, f"{PARENT}.{name}")
+    return os.path.join(CGROUP_ROOT, controller, PARENT, name)
 
 
 class WorkerCgroup:
@@ -26,13 +43,11 @@ class WorkerCgroup:
         for controller, limit_file, limit in (
             ("memory", "memory.limit_in_bytes", memory),
             ("pids", "pids.max", pids),
-            ("cpu", "cpu.shares", 1024 if cpu else None),
+            ("cpu", "cpu.shares", CPU_SHARE if cpu else None),
         ):
             if limit is None:
                 continue
-            parent = os.path.join(CGROUP_ROOT, controller, PARENT)
-            os.makedirs(parent, exist_ok=True)
-            path = os.path.join(parent, name)
+            path = worker_dir(controller, name)
             os.makedirs(path, exist_ok=True)
             with open(os.path.join(path, limit_file), "w") as fh:
                 fh.write(str(int(limit)))
@@ -107,7 +122,7 @@ class WorkerCgroup:
 def sweep_stale() -> None:
     """Remove empty cgroups left by sandbox owners that died without cleaning up."""
     for path in live_cgroups():
-        name = os.path.basename(path)
+        name = os.path.basename(path).removeprefix(f"{PARENT}.")
         try:
             owner = int(name[1:].split("-", 1)[0])
         except ValueError:
@@ -131,11 +146,12 @@ def live_cgroups(owner_pid: int | None = None) -> list[str]:
     out = []
     prefix = f"w{owner_pid}-" if owner_pid is not None else ""
     for controller in CONTROLLERS:
-        parent = os.path.join(CGROUP_ROOT, controller, PARENT)
+        parent = os.path.dirname(worker_dir(controller, "x"))
+        start = f"{PARENT}.{prefix}" if controller == "cpu" else prefix
         if os.path.isdir(parent):
             out += [
                 os.path.join(parent, d)
                 for d in os.listdir(parent)
-                if d.startswith(prefix) and os.path.isdir(os.path.join(parent, d))
+                if d.startswith(start) and os.path.isdir(os.path.join(parent, d))
             ]
     return sorted(out)

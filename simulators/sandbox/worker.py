@@ -7,6 +7,7 @@ cgroups, so destroying the cgroups removes every process the worker ever made.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -19,11 +20,11 @@ import tempfile
 import threading
 import time
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agentgym.simulators.sandbox.cgroups import WorkerCgroup
+from agentgym.simulators.sandbox.layers import CGROUP_ROOT
 
 from agentgym.error import AgentGymError
 
@@ -233,10 +234,7 @@ class JailedWorker:
         self.cgroup: WorkerCgroup | None = None
         self.pending_closes: list[str] = []
         self._host_tmp: str | None = None
-        self._send_lock = threading.Lock()
-        self._ids = itertools.count(1)
-        self._pending: dict[int, Future[dict[str, Any]]] = {}
-        self._reader: threading.Thread | None = None
+        self._chan: _Channel | None = None
 
     # ---- life cycle ---------------------------------------------------------------------
 
@@ -247,7 +245,8 @@ class JailedWorker:
     @property
     def in_flight(self) -> int:
         """Requests sent and not yet answered."""
-        return len(self._pending)
+        chan = self._chan
+        return len(chan.pending) if chan is not None else 0
 
     def start(self) -> None:
         """Start (or restart) the worker and wait until its zygote is warm."""
@@ -287,8 +286,7 @@ class JailedWorker:
             self._host_tmp = tempfile.mkdtemp(prefix=f"agentgym-sbx-{os.getpid()}-")
             os.chmod(self._host_tmp, 0o711)
             cfg["work_root"] = self._host_tmp
-        cg_paths = {os.path.basename(os.path.dirname(os.path.dirname(p))): p
-                    for p in self.cgroup.paths}  # fmt: skip
+        cg_paths = {p.split("/")[len(CGROUP_ROOT.split("/"))]: p for p in self.cgroup.paths}
         if self.layers.get("namespaces"):
             cmd = _bwrap_command(site, root)
             # the worker's own cgroups, writable inside the jail: it makes one per session
@@ -320,36 +318,7 @@ class JailedWorker:
             self.stop()
             raise WorkerCrashedError(f"sandbox worker failed to start: {ready}")
         self.landlock_abi = int(ready.get("landlock_abi", -1))
-        self._pending = {}
-        self._reader = threading.Thread(
-            target=self._read_replies,
-            args=(self.proc, self._pending),
-            daemon=True,
-            name=f"sandbox-{self.name}-g{self.generation}",
-        )
-        self._reader.start()
-
-    def _read_replies(
-        self, proc: subprocess.Popen[bytes], pending: dict[int, Future[dict[str, Any]]]
-    ) -> None:
-        """Reader thread: hand each reply to its request's future until the worker exits."""
-        assert proc.stdout is not None
-        fd = proc.stdout.fileno()
-        try:
-            while True:
-                reply = _read_frame(fd, None)
-                fut = pending.pop(reply.pop("id", None), None)
-                if fut is not None and not fut.done():
-                    fut.set_result(reply)
-        except (WorkerCrashedError, OSError, ValueError):
-            pass
-        finally:
-            with self._send_lock:
-                owed = list(pending.values())
-                pending.clear()
-            for fut in owed:
-                if not fut.done():
-                    fut.set_exception(WorkerCrashedError("sandbox worker exited"))
+        self._chan = _Channel(self.proc, f"sandbox-{self.name}-g{self.generation}")
 
     def release(self) -> None:
         """Give the uid block back (after ``stop``; the pool calls it when it closes)."""
@@ -362,14 +331,11 @@ class JailedWorker:
 
     def stop(self) -> None:
         """Stop the worker and remove every process and cgroup it had."""
-        with self._send_lock:
-            proc, self.proc = self.proc, None
+        chan, self._chan = self._chan, None
+        proc, self.proc = self.proc, None
+        if chan is not None:
+            chan.close_input()
         if proc is not None:
-            try:
-                if proc.stdin is not None:
-                    proc.stdin.close()
-            except OSError:
-                pass
             try:
                 proc.wait(timeout=2.0)
             except subprocess.TimeoutExpired:
@@ -378,9 +344,8 @@ class JailedWorker:
         if self.cgroup is not None:
             self.cgroup.destroy()
             self.cgroup = None
-        reader, self._reader = self._reader, None
-        if reader is not None and reader is not threading.current_thread():
-            reader.join(timeout=10.0)
+        if chan is not None:
+            chan.finish()
         if proc is not None and proc.stdout is not None:
             try:  # noqa: SIM105
                 proc.stdout.close()
@@ -398,26 +363,8 @@ class JailedWorker:
         Raises:
             WorkerCrashedError: the worker is not running (the caller restarts it).
         """
-        fut: Future[dict[str, Any]] = Future()
-        with self._send_lock:
-            proc = self.proc
-            if proc is None or proc.poll() is not None or proc.stdin is None:
-                raise WorkerCrashedError("sandbox worker is not running")
-            frames = []
-            while self.pending_closes:  # sessions whose handles were collected
-                sid = self.pending_closes.pop()
-                frames.append({"op": "session_close", "sid": sid, "id": next(self._ids)})
-            rid = next(self._ids)
-            self._pending[rid] = fut
-            frames.append({**msg, "id": rid})
-            try:
-                for frame in frames:
-                    data = json.dumps(frame).encode()
-                    proc.stdin.write(_HDR.pack(len(data)) + data)
-                proc.stdin.flush()
-            except (BrokenPipeError, OSError, ValueError) as exc:
-                self._pending.pop(rid, None)
-                raise WorkerCrashedError(f"sandbox worker is gone: {exc}") from exc
+        fut = self._channel().send(msg, self.pending_closes, waited=False)
+        assert isinstance(fut, Future)
         return fut
 
     def request(self, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -427,15 +374,21 @@ class JailedWorker:
             WorkerCrashedError: the worker died, or gave no answer ``timeout + 10`` seconds
                 after the request (it is then stopped; the next call restarts it).
         """
-        generation = self.generation
-        fut = self.submit(msg)
+        chan = self._channel()
+        slot = chan.send(msg, self.pending_closes, waited=True)
         try:
-            return fut.result(timeout + 10.0)
-        except FutureTimeout:
+            return chan.wait(slot, time.monotonic() + timeout + 10.0)
+        except _NoAnswer:
             with self.lock:
-                if self.generation == generation:
+                if self._chan is chan:
                     self.stop()
             raise WorkerCrashedError("sandbox worker did not answer in time") from None
+
+    def _channel(self) -> _Channel:
+        chan = self._chan
+        if chan is None or chan.dead is not None:
+            raise WorkerCrashedError("sandbox worker is not running")
+        return chan
 
     def ensure_started(self) -> None:
         with self.lock:
@@ -446,6 +399,187 @@ class JailedWorker:
         """``request``, restarting a dead worker first."""
         self.ensure_started()
         return self.request(msg, timeout)
+
+
+class _NoAnswer(Exception):
+    """A reply did not come by its deadline."""
+
+
+class _Slot:
+    """Where a reply that its caller waits for lands (lighter than a Future)."""
+
+    __slots__ = ("error", "reply")
+
+    def __init__(self) -> None:
+        self.reply: dict[str, Any] | None = None
+        self.error: WorkerCrashedError | None = None
+
+    def done(self) -> bool:
+        return self.reply is not None or self.error is not None
+
+    def result(self) -> dict[str, Any]:
+        if self.error is not None:
+            raise self.error
+        assert self.reply is not None
+        return self.reply
+
+    def set_result(self, reply: dict[str, Any]) -> None:
+        self.reply = reply
+
+    def set_exception(self, exc: WorkerCrashedError) -> None:
+        self.error = exc
+
+
+class _Channel:
+    """The request/reply pipes of one worker process (one generation).
+
+    Replies carry their request's id and come in the order runs finish. Whoever waits for a
+    reply reads the pipe itself when no one else is reading (so a lone caller gets its reply
+    without a thread hand-off) and hands out the replies it reads for others; a background
+    thread reads only for futures that nobody waits on (``submit``).
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes], name: str):
+        assert proc.stdin is not None and proc.stdout is not None
+        self.stdin = proc.stdin
+        self.fd = proc.stdout.fileno()
+        self.pending: dict[int, Future[dict[str, Any]] | _Slot] = {}
+        self.ids = itertools.count(1)
+        self.send_lock = threading.Lock()
+        self.cv = threading.Condition()
+        self.reading = False
+        self.unwaited = 0
+        self.sleepers = 0
+        """Callers blocked in ``wait`` (waking threads costs: notify only when one waits)."""
+        self.dead: WorkerCrashedError | None = None
+        self.thread = threading.Thread(target=self._background, daemon=True, name=name)
+        self.thread.start()
+
+    def send(
+        self, msg: dict[str, Any], closes: list[str], *, waited: bool
+    ) -> Future[dict[str, Any]] | _Slot:
+        """Write ``msg`` (after closes of collected sessions); where its reply will land: a
+        slot the caller passes to ``wait``, or a future read by the background thread."""
+        fut: Future[dict[str, Any]] | _Slot = _Slot() if waited else Future()
+        with self.send_lock:
+            if self.dead is not None:
+                raise WorkerCrashedError(str(self.dead))
+            frames = []
+            while closes:  # sessions whose handles were collected (never waited for)
+                frames.append({"op": "session_close", "sid": closes.pop(), "id": next(self.ids)})
+            rid = next(self.ids)
+            self.pending[rid] = fut
+            if isinstance(fut, Future):
+                with self.cv:
+                    self.unwaited += 1
+                    self.cv.notify_all()
+                fut.add_done_callback(self._unwaited_done)
+            frames.append({**msg, "id": rid})
+            try:
+                self.stdin.write(b"".join(_HDR.pack(len(d)) + d for d in map(_encode, frames)))
+                self.stdin.flush()
+            except (BrokenPipeError, OSError, ValueError) as exc:
+                self.pending.pop(rid, None)
+                if not fut.done():
+                    fut.set_exception(WorkerCrashedError(f"sandbox worker is gone: {exc}"))
+                raise WorkerCrashedError(f"sandbox worker is gone: {exc}") from exc
+        return fut
+
+    def _unwaited_done(self, _: Future[dict[str, Any]]) -> None:
+        with self.cv:
+            self.unwaited -= 1
+
+    def wait(self, fut: _Slot, deadline: float) -> dict[str, Any]:
+        """The reply of ``fut``, reading the pipe when no other thread is reading it."""
+        while True:
+            with self.cv:
+                while not fut.done() and self.reading:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise _NoAnswer
+                    self.sleepers += 1
+                    try:
+                        self.cv.wait(left)
+                    finally:
+                        self.sleepers -= 1
+                if fut.done():
+                    return fut.result()
+                self.reading = True
+            try:
+                self._read_until(fut.done, deadline)
+            finally:
+                with self.cv:
+                    self.reading = False
+                    self._wake()
+
+    def _read_until(self, done: Any, deadline: float | None) -> None:
+        """Read and hand out replies until ``done()``; on a dead pipe fail every future."""
+        while not done():
+            try:
+                reply = _read_frame(self.fd, deadline)
+            except WorkerCrashedError as exc:
+                if "in time" in str(exc):
+                    raise _NoAnswer from None
+                self._fail(exc)
+                return
+            except (OSError, ValueError) as exc:
+                self._fail(WorkerCrashedError(f"sandbox worker exited: {exc}"))
+                return
+            fut = self.pending.pop(reply.pop("id", None), None)
+            if fut is not None and not fut.done():
+                fut.set_result(reply)
+            if self.sleepers:
+                with self.cv:
+                    self.cv.notify_all()
+
+    def _wake(self) -> None:
+        """Wake those who may now read or have their reply (caller holds ``cv``): the
+        blocked callers, and the background reader when unwaited futures are left."""
+        if self.sleepers or self.unwaited > 0:
+            self.cv.notify_all()
+
+    def _fail(self, exc: WorkerCrashedError) -> None:
+        with self.send_lock:
+            self.dead = exc
+            owed = list(self.pending.values())
+            self.pending.clear()
+        for fut in owed:
+            if not fut.done():
+                fut.set_exception(exc)
+        with self.cv:
+            self.cv.notify_all()
+
+    def _background(self) -> None:
+        """Read for futures nobody waits on, whenever no waiting caller is reading."""
+        while self.dead is None:
+            with self.cv:
+                while self.dead is None and (self.reading or self.unwaited <= 0):
+                    self.cv.wait()
+                if self.dead is not None:
+                    return
+                self.reading = True
+            try:
+                self._read_until(lambda: self.unwaited <= 0 or self.dead is not None, None)
+            finally:
+                with self.cv:
+                    self.reading = False
+                    self._wake()
+
+    def close_input(self) -> None:
+        """Close our end of the request pipe: the worker exits when it sees that."""
+        with self.send_lock, contextlib.suppress(OSError):
+            self.stdin.close()
+
+    def finish(self) -> None:
+        """After the process is gone: fail what it still owed and end the background thread."""
+        if self.dead is None:
+            self._fail(WorkerCrashedError("sandbox worker stopped"))
+        if self.thread is not threading.current_thread():
+            self.thread.join(timeout=10.0)
+
+
+def _encode(frame: dict[str, Any]) -> bytes:
+    return json.dumps(frame).encode()
 
 
 def _read_frame(fd: int, deadline: float | None) -> dict[str, Any]:

@@ -8,6 +8,7 @@ between cells, and keep the jail's internals out of what the model sees.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
 
@@ -274,3 +275,36 @@ def test_code_with_a_lone_surrogate_gets_a_syntax_error_not_a_compiler_traceback
     for r, line in results:
         assert r.status == "error"
         assert r.stderr == f"SyntaxError: line {line}: {note}\n", r.stderr
+
+
+def test_the_worker_weighs_as_many_processes_as_it_runs_cells(one: SandboxPool) -> None:
+    """Against the host's other processes, a worker's cpu group weighs one process per
+    running cell (inside it, sessions get equal shares): one group for all sessions would
+    otherwise give every cell of the sandbox together one process's share of a busy host."""
+    import time
+
+    (shares_file,) = [
+        os.path.join(p, "cpu.shares") for p in one.workers[0].cgroup.paths if "/cpu/" in p
+    ]
+
+    def shares() -> int:
+        with open(shares_file) as fh:
+            return int(fh.read())
+
+    def wait_for(value: int) -> int:
+        deadline = time.monotonic() + 20.0
+        while shares() != value and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return shares()
+
+    assert wait_for(1024) == 1024
+    sessions = _sessions(one, 3)
+    try:
+        t = threading.Thread(target=_run_together, args=(sessions, "time.sleep(3)"))
+        t.start()
+        assert wait_for(3 * 1024) == 3 * 1024
+        t.join()
+        assert wait_for(1024) == 1024
+    finally:
+        for s in sessions:
+            s.close()
