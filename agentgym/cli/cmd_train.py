@@ -10,14 +10,16 @@ Examples::
 
 Writes ``metrics.csv``, ``eval.csv`` (held-out test success), ``tb/`` (TensorBoard),
 ``curve.png``, ``config.json`` and ``checkpoint.pt`` to ``--out``. A folder that already
-holds a run is refused: ``--resume`` continues it, ``--overwrite`` replaces it.
+holds a run is refused: ``--resume`` continues it, ``--overwrite`` replaces it. Ctrl-C saves
+a checkpoint at the last finished iteration (exit 130); ``--resume`` goes on from there.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
-from agentgym.cli.args import check_device, check_env_args, json_object
+from agentgym.cli.args import check_device, check_env_args, json_object, progress_wanted
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -56,20 +58,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="CHECKPOINT",
         help="start from this checkpoint's policy (e.g. the sft run's checkpoint.pt)",
     )
-    p.add_argument("--iterations", type=int, default=20)
+    p.add_argument("--iterations", type=int, default=20, help="training iterations")
     p.add_argument("--max-env-steps", type=int, default=None, help="stop at this env-step budget")
     p.add_argument("--tasks", type=int, default=4, help="task seeds per iteration")
     p.add_argument("--group-size", type=int, default=8, help="chains per task (GRPO/GiGPO)")
     p.add_argument("--trees", type=int, default=2, help="Tree-GRPO: trees per task (M)")
     p.add_argument("--expand", type=int, default=2, help="Tree-GRPO: nodes expanded per round (N)")
     p.add_argument("--rounds", type=int, default=1, help="Tree-GRPO: expansion rounds (L)")
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--ppo-epochs", type=int, default=4)
+    p.add_argument("--lr", type=float, default=3e-3, help="AdamW learning rate")
+    p.add_argument("--ppo-epochs", type=int, default=4, help="passes over each iteration's rows")
     p.add_argument("--minibatch", type=int, default=128, help="rows per gradient step")
     p.add_argument("--kl-coef", type=float, default=0.0, help="KL to the initial policy")
     p.add_argument("--omega", type=float, default=1.0, help="GiGPO step-advantage weight")
     p.add_argument("--gamma", type=float, default=0.95, help="GiGPO discount")
-    p.add_argument("--d-model", type=int, default=32)
+    p.add_argument("--d-model", type=int, default=32, help="byte transformer width")
     p.add_argument("--prompt-bytes", type=int, default=160, help="prompt tail the byte model reads")
     p.add_argument(
         "--prompt-head-bytes",
@@ -77,7 +79,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=0,
         help="of --prompt-bytes, how many come from the text's start (e.g. a page's task line)",
     )
-    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--layers", type=int, default=2, help="byte transformer layers")
     p.add_argument(
         "--context",
         default="latest",
@@ -105,9 +107,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="train on these task seeds only (default: fresh tasks each iteration)",
     )
-    p.add_argument("--backend", default="thread", choices=["thread", "process", "sync"])
+    p.add_argument(
+        "--backend",
+        default="thread",
+        choices=["thread", "process", "sync"],
+        help="how the env pool steps its envs",
+    )
     p.add_argument("--device", default="cpu", help="cpu or cuda")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the model, sampling and tasks")
     p.add_argument(
         "--eval-every",
         type=int,
@@ -128,7 +135,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="after training, record episodes of the trained agent to OUT/rollouts.agtr",
     )
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
@@ -183,15 +190,32 @@ def run(args: argparse.Namespace) -> int:
         out_dir=args.out,
         resume=args.resume,
         overwrite=args.overwrite,
-        progress=not args.no_progress,
+        progress=progress_wanted(args.no_progress),
         record=args.record,
     )
     trainer = Trainer(cfg)
     if trainer.resumed_from is not None:
         print(f"resumed from iteration {trainer.resumed_from} ({args.out}/checkpoint.pt)")
+        if trainer.lost_iterations:
+            print(
+                f"note: metrics.csv logged {trainer.lost_iterations} iteration(s) after that "
+                "checkpoint (the run was killed before saving them); they are trained again"
+            )
     if cfg.init:
         print(f"initialised from {cfg.init}")
-    result = trainer.run()
+    try:
+        result = trainer.run()
+    except KeyboardInterrupt:
+        if args.out:
+            print(
+                f"interrupted after iteration {trainer.iteration}: checkpoint saved to "
+                f"{args.out}/checkpoint.pt; continue with the same command and --resume",
+                file=sys.stderr,
+            )
+        else:
+            print(f"interrupted after iteration {trainer.iteration} (no --out: nothing saved)",
+                  file=sys.stderr)  # fmt: skip
+        return 130
     last = result.metrics[-1] if result.metrics else {}
     if cfg.algo == "sft":
         nll = last.get("demo_nll", float("nan"))

@@ -6,13 +6,24 @@ any of them would silently overwrite the checkpoint and metrics, leave a stale
 ``rollouts.agtr`` and mix two runs in ``tb/``; so :func:`prepare_run_dir` refuses unless the
 caller asks to ``resume`` (same algorithm, checkpoint present) or to ``overwrite`` (the old
 artifacts are deleted first).
+
+Ctrl-C must never leave a half-written checkpoint or a half-applied update behind:
+:func:`sigint_deferred` holds an interrupt back until a block that changes the run's state
+has finished, and checkpoints are written to a temporary file and renamed into place.
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import json
+import os
 import shutil
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from agentgym.error import InvalidConfigError
@@ -88,3 +99,46 @@ def _previous_algo(out: Path) -> str | None:
         return None
     algo = data.get("algo")
     return str(algo) if algo is not None else None
+
+
+def logged_iterations(out: Path) -> int:
+    """How many iteration rows ``out/metrics.csv`` holds (0 when there is none)."""
+    try:
+        with open(out / "metrics.csv", newline="") as fh:
+            return sum(1 for _ in csv.DictReader(fh))
+    except (OSError, csv.Error):
+        return 0
+
+
+def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    """``write(tmp)`` then rename ``tmp`` to ``path``: readers see the old file or the new one."""
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """Hold Ctrl-C back until the block ends, then raise :class:`KeyboardInterrupt`.
+
+    For blocks that must run whole (a gradient update, writing a checkpoint). Off the main
+    thread, where Python delivers no signal, it does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[FrameType | None] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        caught.append(frame)
+
+    previous = signal.signal(signal.SIGINT, hold)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+    if caught:
+        if callable(previous):
+            previous(signal.SIGINT, caught[0])
+        else:
+            raise KeyboardInterrupt

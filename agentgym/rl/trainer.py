@@ -33,6 +33,8 @@ see :mod:`agentgym.rl.rundir`):
   env steps, when the ``tensorboard`` package is installed (``agentgym[train]``);
 * ``curve.png`` — training-rollout and held-out success against env steps;
 * ``checkpoint.pt`` — policy, optimiser, RNG and iteration; ``resume=True`` continues;
+  written every ``checkpoint_every`` iterations, at the end, and on Ctrl-C (at the last
+  finished iteration: an interrupted rollout is dropped, an update always completes);
 * ``config.json`` — the full configuration.
 """
 
@@ -62,7 +64,12 @@ from agentgym.rl.grpo import GRPOConfig, grpo_rows
 from agentgym.rl.heldout import heldout_eval
 from agentgym.rl.losses import PPOLossConfig, ppo_clip_loss
 from agentgym.rl.rollouts import RolloutBatch, StepRecord, group_rollouts, tree_rollouts
-from agentgym.rl.rundir import prepare_run_dir
+from agentgym.rl.rundir import (
+    logged_iterations,
+    prepare_run_dir,
+    sigint_deferred,
+    write_atomically,
+)
 from agentgym.rl.tree_grpo import TreeGRPOConfig, tree_rows
 from agentgym.vector import EnvPool
 
@@ -282,11 +289,16 @@ class Trainer:
         self.evals: list[dict[str, Any]] = []
         self.resumed_from: int | None = None
         """The iteration a resumed run continued from (None for a fresh run)."""
+        self.lost_iterations = 0
+        """Of a resumed run: iterations logged after its last checkpoint (a killed run), which
+        are played again."""
         self._traj = 0
         if self.out:
             if resume_from is not None:
+                logged = logged_iterations(self.out)
                 self.load(resume_from)
                 self.resumed_from = self.iteration
+                self.lost_iterations = max(0, logged - self.iteration)
             (self.out / "config.json").write_text(json.dumps(asdict(config), indent=2))
         self._tb = _tensorboard_writer(self.out / "tb") if self.out else None
         self._demo_gens: list[Any] = []
@@ -460,23 +472,55 @@ class Trainer:
         }
 
     def step(self) -> dict[str, Any]:
-        """Run one iteration and return its metrics row."""
-        row = self.sft_epoch() if self.cfg.algo == "sft" else self.rl_iteration()
-        self.iteration += 1
-        row["test_success"] = row["test_success_greedy"] = ""
+        """Run one iteration and return its metrics row.
+
+        Ctrl-C during the rollouts abandons them and puts the sampling state back where the
+        iteration began; the update and its bookkeeping run whole (the interrupt waits for
+        them); an interrupted held-out evaluation is left out. So after an interrupt the
+        trainer is always at the end of its last finished iteration, ready to be saved.
+        """
+        mark = self._sampling_state()
+        try:
+            rollout = None if self.cfg.algo == "sft" else self._timed_rollout()
+        except KeyboardInterrupt:
+            self._set_sampling_state(mark)
+            raise
+        with sigint_deferred():
+            row = self.sft_epoch() if rollout is None else self._learn(*rollout)
+            self.iteration += 1
+            row["test_success"] = row["test_success_greedy"] = ""
+            self.metrics.append(row)
         if self.cfg.eval_every and self.iteration % self.cfg.eval_every == 0:
             ev = self.evaluate_heldout()
             row["test_success"] = ev["test_success"]
             row["test_success_greedy"] = ev["test_success_greedy"]
-        self.metrics.append(row)
         return row
+
+    def _sampling_state(self) -> dict[str, Any]:
+        """What rollouts advance: the RNGs, the trajectory counter (restorable)."""
+        return {
+            "rng": self.rng.bit_generator.state,
+            "torch_rng": self._generator().get_state(),
+            "traj": self._traj,
+        }
+
+    def _set_sampling_state(self, state: dict[str, Any]) -> None:
+        self.rng.bit_generator.state = state["rng"]
+        self._generator().set_state(state["torch_rng"])
+        self._traj = state["traj"]
 
     def rl_iteration(self) -> dict[str, Any]:
         """Rollouts, advantages and PPO updates of one RL iteration; its metrics row."""
-        it = self.iteration
+        return self._learn(*self._timed_rollout())
+
+    def _timed_rollout(self) -> tuple[RolloutBatch, float]:
         t0 = time.perf_counter()
-        batch = self.rollout(it)
-        rollout_s = time.perf_counter() - t0
+        batch = self.rollout(self.iteration)
+        return batch, time.perf_counter() - t0
+
+    def _learn(self, batch: RolloutBatch, rollout_s: float) -> dict[str, Any]:
+        """Advantages and PPO updates on one iteration's rollouts; its metrics row."""
+        it = self.iteration
         t1 = time.perf_counter()
         rows, adv = self.advantages(batch)
         adv_ms = (time.perf_counter() - t1) * 1000
@@ -553,22 +597,24 @@ class Trainer:
         return ev
 
     def save(self, path: Path) -> None:
-        torch.save(
-            {
-                "policy": self.policy.state_dict(),
-                "optim": self.optim.state_dict(),
-                "reference": self.reference.state_dict() if self.reference else None,
-                "iteration": self.iteration,
-                "env_steps": self.env_steps,
-                "rng": self.rng.bit_generator.state,
-                "torch_rng": self._generator().get_state(),
-                "metrics": self.metrics,
-                "evals": self.evals,
-                "traj": self._traj,
-                "train_config": asdict(self.cfg),
-            },
-            path,
-        )
+        """Write the checkpoint; whole or not at all (a temporary file, renamed; Ctrl-C waits)."""
+        with sigint_deferred():
+            write_atomically(path, functools.partial(torch.save, self._state()))
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy.state_dict(),
+            "optim": self.optim.state_dict(),
+            "reference": self.reference.state_dict() if self.reference else None,
+            "iteration": self.iteration,
+            "env_steps": self.env_steps,
+            "rng": self.rng.bit_generator.state,
+            "torch_rng": self._generator().get_state(),
+            "metrics": self.metrics,
+            "evals": self.evals,
+            "traj": self._traj,
+            "train_config": asdict(self.cfg),
+        }
 
     def load(self, path: Path) -> None:
         state = torch.load(path, map_location=self.policy.device, weights_only=False)
@@ -685,6 +731,14 @@ class Trainer:
                 self.save(self.out / "checkpoint.pt")
                 if cfg.record:
                     self._record_episodes()
+        except KeyboardInterrupt:
+            # the trainer stands at the end of its last finished iteration (see step)
+            if self.out is not None:
+                with sigint_deferred():
+                    self._write_logs()
+                    self.save(self.out / "checkpoint.pt")
+                logger.info("interrupted: checkpoint at iteration %d saved", self.iteration)
+            raise
         finally:
             bar.close()
             if self.pool is not None:

@@ -19,7 +19,7 @@ PARSER = build_parser()
 SUBCOMMANDS = next(a for a in PARSER._actions if isinstance(a, argparse._SubParsersAction)).choices
 
 #: Options still without help text, in command modules owned by other work on issue 26.
-HELP_PENDING = {"train", "eval"}
+HELP_PENDING: set[str] = set()
 
 
 def _options(sub: argparse.ArgumentParser) -> list[argparse.Action]:
