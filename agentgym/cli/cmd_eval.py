@@ -396,9 +396,14 @@ def _print_summary(
             for r in done:
                 by_task.setdefault(r["seed"], []).append(bool(r["success"]))
             whole = {seed: s for seed, s in by_task.items() if len(s) == samples}
-            table = pass_k_summary(whole, report_ks(samples))
-            cells = "  ".join(f"{key} {value:.3f}" for key, (value, _) in table.items())
-            print(f"{mode:<8} {cells}  ({len(whole)} tasks with all {samples} samples)")
+            ks = report_ks(samples)
+            table = pass_k_summary(whole, ks)
+            print(
+                f"{mode}: pass@k and pass^k over the {len(whole)} tasks with all {samples} samples"
+            )
+            print(f"{'k':>4} {'pass@k':>8} {'pass^k':>8}")
+            for k in ks:
+                print(f"{k:>4} {table[f'pass@{k}'][0]:>8.3f} {table[f'pass^{k}'][0]:>8.3f}")
     if args.out:
         print(f"per-episode results: {args.out}")
     if args.record:
