@@ -217,3 +217,33 @@ def test_pass_k_summary_known_values(runs, k, at, hat):
 def test_pass_k_summary_leaves_out_tasks_with_too_few_trials():
     out = pass_k_summary({"a": [True, True], "b": [False]}, [1, 2])
     assert out["pass@1"] == (0.5, 2) and out["pass^2"] == (1.0, 1)
+
+
+def test_native_tool_messages_pair_every_call_and_keep_images_and_bad_calls():
+    from agentgym.agents.http import SEE_NEXT_RESULT, native_tool_messages
+
+    two_calls = (
+        '<tool_call>{"name": "zoom", "arguments": {"x": 1}}</tool_call> then '
+        '<tool_call>{"name": "ocr", "arguments": {}}</tool_call>'
+    )
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    msgs = [
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": two_calls},
+        {"role": "user", "content": [image, {"type": "text", "text": "zoomed; text: 42"}]},
+        {"role": "assistant", "content": '<tool_call>{"name": "zoom", bad}</tool_call>'},
+        {"role": "user", "content": "error: bad JSON"},
+    ]
+    out = native_tool_messages(msgs)
+    assert out[1]["content"] == "then"
+    assert [c["function"] for c in out[1]["tool_calls"]] == [
+        {"name": "zoom", "arguments": '{"x": 1}'},
+        {"name": "ocr", "arguments": "{}"},
+    ]
+    assert out[2:5] == [
+        {"role": "tool", "tool_call_id": "call_1_0", "content": SEE_NEXT_RESULT},
+        {"role": "tool", "tool_call_id": "call_1_1", "content": "zoomed; text: 42"},
+        {"role": "user", "content": [image]},
+    ]
+    # a malformed call stays the text the model wrote, answered by a user message
+    assert out[5:] == msgs[3:]
