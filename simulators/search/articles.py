@@ -228,7 +228,7 @@ def _country(w: _Writer, cities: dict[int, list[int]]) -> None:
 def _organisation(w: _Writer, albums: dict[int, list[int]]) -> None:
     s = w.subject
     founder, base = w.e(s.rel["founded_by"]), w.e(s.rel["based_in"])
-    what = {"company": "company", "university": "university", "band": "band"}[s.kind]
+    what = s.kind
     w.say(
         (
             "{X} is a {what} founded in {Y} by {F}.",
@@ -253,9 +253,9 @@ def _organisation(w: _Writer, albums: dict[int, list[int]]) -> None:
             C=base,
         )
         w.say(
-            ("It also has offices in {O}.", "A second campus stands in {O}.")[
-                : 1 if s.kind == "company" else 2
-            ],
+            ("It also has offices in {O}.",)
+            if s.kind == "company"
+            else ("It also has offices in {O}.", "A second campus stands in {O}."),
             O=office,
         )
         if "chief" in s.extra:
