@@ -175,22 +175,36 @@ def scale_run(
     lock = threading.Lock()
 
     def episode(i: int) -> None:
-        env = gym.make(ENV_ID, pool=pool, cell_timeout=cell_timeout)
         role = roles[i]
+        env = None
         try:
+            env = gym.make(ENV_ID, pool=pool, cell_timeout=cell_timeout)
             t0 = time.perf_counter()
             env.reset(seed=i)
             dt = time.perf_counter() - t0
             with lock:
                 resets.append(dt)
-            opened.wait()
-            go.wait()
+        except Exception as exc:  # a failure is a finding, never a crash of the harness
+            with lock:
+                errors.append(
+                    f"session {i} ({role or 'benign'}) reset: {type(exc).__name__}: {exc}"
+                )
+            env = None
+        opened.wait()  # every thread arrives, opened or not, so one failure stops no other
+        go.wait()
+        if env is None:
+            return
+        try:
             for k in range(cells):
                 if role:
                     _, _, _, _, info = env.step(_cell(HOSTILE[role]))
-                    key = f"{role}: {'tool ok' if info['reward_components'].get('tool', 0) > 0 else 'tool failed'}"
+                    ran = (
+                        "tool ok" if info["reward_components"].get("tool", 0) > 0 else "tool failed"
+                    )
                     with lock:
-                        hostile_status[key] = hostile_status.get(key, 0) + 1
+                        hostile_status[f"{role}: {ran}"] = (
+                            hostile_status.get(f"{role}: {ran}", 0) + 1
+                        )
                     continue
                 action, want = _benign(k, i)
                 t0 = time.perf_counter()
@@ -202,25 +216,19 @@ def scale_run(
                     if not ok:
                         errors.append(f"session {i} cell {k}: {obs['text'][:200]!r}")
             env.step("<answer>0</answer>")
-        except Exception as exc:  # a benign failure is a finding, never a crash
+        except Exception as exc:
             with lock:
                 errors.append(f"session {i} ({role or 'benign'}): {type(exc).__name__}: {exc}")
-            with contextlib.suppress(threading.BrokenBarrierError):
-                opened.abort()
-                go.abort()
         finally:
             env.close()
 
     base_memory = _memory_usage(pool)
     with ThreadPoolExecutor(max_workers=sessions) as ex:
         futures = [ex.submit(episode, i) for i in range(sessions)]
-        try:
-            opened.wait()
-            idle_memory = _memory_usage(pool)
-            start = time.perf_counter()
-            go.wait()
-        except threading.BrokenBarrierError:
-            idle_memory, start = _memory_usage(pool), time.perf_counter()
+        opened.wait()
+        idle_memory = _memory_usage(pool)
+        start = time.perf_counter()
+        go.wait()
         for f in futures:
             f.result()
         wall = time.perf_counter() - start

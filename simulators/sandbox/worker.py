@@ -371,13 +371,15 @@ class JailedWorker:
         """Send one request and wait for its reply.
 
         Raises:
-            WorkerCrashedError: the worker died, or gave no answer ``timeout + 10`` seconds
-                after the request (it is then stopped; the next call restarts it).
+            WorkerCrashedError: the worker died, or stopped answering: nothing at all came
+                from it for ``timeout + 10`` seconds while this request waited (it is then
+                stopped; the next call restarts it). A worker that keeps answering others is
+                busy, not stuck: the request goes on waiting.
         """
         chan = self._channel()
         slot = chan.send(msg, self.pending_closes, waited=True)
         try:
-            return chan.wait(slot, time.monotonic() + timeout + 10.0)
+            return chan.wait(slot, timeout + 10.0)
         except _NoAnswer:
             with self.lock:
                 if self._chan is chan:
@@ -451,6 +453,8 @@ class _Channel:
         self.unwaited = 0
         self.sleepers = 0
         """Callers blocked in ``wait`` (waking threads costs: notify only when one waits)."""
+        self.heard = time.monotonic()
+        """When the worker last sent a reply (to anyone)."""
         self.dead: WorkerCrashedError | None = None
         self.thread = threading.Thread(target=self._background, daemon=True, name=name)
         self.thread.start()
@@ -489,12 +493,17 @@ class _Channel:
         with self.cv:
             self.unwaited -= 1
 
-    def wait(self, fut: _Slot, deadline: float) -> dict[str, Any]:
-        """The reply of ``fut``, reading the pipe when no other thread is reading it."""
+    def wait(self, fut: _Slot, patience: float) -> dict[str, Any]:
+        """The reply of ``fut``, reading the pipe when no other thread is reading it.
+
+        Raises ``_NoAnswer`` once the worker has sent nothing at all for ``patience`` seconds
+        (counted from this call at the earliest).
+        """
+        since = time.monotonic()
         while True:
             with self.cv:
                 while not fut.done() and self.reading:
-                    left = deadline - time.monotonic()
+                    left = max(self.heard, since) + patience - time.monotonic()
                     if left <= 0:
                         raise _NoAnswer
                     self.sleepers += 1
@@ -506,15 +515,18 @@ class _Channel:
                     return fut.result()
                 self.reading = True
             try:
-                self._read_until(fut.done, deadline)
+                self._read_until(fut.done, patience, since)
             finally:
                 with self.cv:
                     self.reading = False
                     self._wake()
 
-    def _read_until(self, done: Any, deadline: float | None) -> None:
+    def _read_until(self, done: Any, patience: float | None, since: float = 0.0) -> None:
         """Read and hand out replies until ``done()``; on a dead pipe fail every future."""
         while not done():
+            deadline = None
+            if patience is not None:
+                deadline = max(self.heard, since) + patience
             try:
                 reply = _read_frame(self.fd, deadline)
             except WorkerCrashedError as exc:
@@ -525,6 +537,7 @@ class _Channel:
             except (OSError, ValueError) as exc:
                 self._fail(WorkerCrashedError(f"sandbox worker exited: {exc}"))
                 return
+            self.heard = time.monotonic()
             fut = self.pending.pop(reply.pop("id", None), None)
             if fut is not None and not fut.done():
                 fut.set_result(reply)
