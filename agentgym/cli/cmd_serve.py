@@ -50,6 +50,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="env calls run at once (default: one per session, so slow sessions never "
         "hold up others; set lower to bound threads, then the least-served session goes first)",
     )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        help="open connections allowed (default: the fd limit less an eighth, at least 64 "
+        "fds kept free); past it the connection idle longest without a request is closed",
+    )
+    p.add_argument("--body-timeout", type=float, default=30.0, help="seconds an HTTP body may take")
     p.add_argument("--env-kwargs", default="{}", help="JSON keyword arguments for gym.make")
     p.set_defaults(func=run)
 
@@ -83,11 +91,18 @@ def run(args: argparse.Namespace) -> int:
         step_timeout_s=args.step_timeout,
         max_json_depth=args.max_json_depth,
         step_workers=args.step_workers,
+        body_timeout_s=args.body_timeout,
     )
     logging.basicConfig(  # the command line shows the server's warnings with a timestamp
         level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s"
     )
     app = create_app(record.id, env_kwargs=env_kwargs, token=args.token, limits=limits)
     print(f"agentgym serve: {record.id} on http://{args.host}:{args.port} (WebSocket /ws)")
-    serve(app, args.host, args.port, max_ws_bytes=args.max_body_bytes)
+    serve(
+        app,
+        args.host,
+        args.port,
+        max_ws_bytes=args.max_body_bytes,
+        max_connections=args.max_connections,
+    )
     return 0

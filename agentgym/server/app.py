@@ -4,7 +4,8 @@ Endpoints (JSON everywhere):
 
 =====================  ===================================================================
 ``GET  /health``       ``{"status": "healthy", "env_id", "active_sessions", "max_sessions",
-                       "envs_built", "envs_closed", "scheduler"}``
+                       "building", "envs_built", "envs_closed", "scheduler",
+                       "connections"}`` (``connections`` when run by the runner)
 ``GET  /metadata``     ``{"name", "description", "version"}``
 ``GET  /schema``       ``{"action": ..., "observation": ..., "state": ...}`` (JSON schemas)
 ``POST /reset``        body ``{"seed"?, "episode_id"?, "task_id"?, "options"?}`` ->
@@ -20,8 +21,8 @@ Endpoints (JSON everywhere):
 An action is ``{"text": "<model output>"}`` or an OpenAI assistant message
 ``{"content": ..., "tool_calls": [...]}``. An observation is ``{"text", "images" (PNG data
 URLs), "messages" (chat messages to append), "tools" (at reset), "info", "episode_id"}``.
-``timing`` is ``{"queue_ms", "run_ms"}``: how long the call waited for a worker thread and
-how long the env ran (also sent as the ``X-Agentgym-Queue-Ms`` header over HTTP).
+``timing`` is ``{"queue_ms", "run_ms"}``: how long the call waited for a worker thread (0 for
+envs that run inline, see :mod:`agentgym.server.sessions`) and how long the env ran (also sent as the ``X-Agentgym-Queue-Ms`` header over HTTP).
 
 A malformed request is refused before any env sees it: HTTP 4xx with ``{"detail", "code",
 "field"}``, or over WebSocket an error frame ``{"type": "error", "data": {"message", "code",
@@ -38,6 +39,7 @@ Replies never fail to encode: lone surrogates in them become U+FFFD.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 import time
@@ -58,10 +60,12 @@ from agentgym.server.payloads import (
     OBSERVATION_SCHEMA,
     STATE_SCHEMA,
     dumps,
+    dumps_bytes,
     reset_payload,
     state_payload,
     step_payload,
 )
+from agentgym.server.ratelog import RateLimitedLog
 from agentgym.server.sessions import ServerLimits, Session, SessionError, SessionManager
 
 logger = logging.getLogger(__name__)
@@ -80,7 +84,7 @@ class SafeJSONResponse(JSONResponse):
     """A JSON reply whose body never fails to encode (lone surrogates become U+FFFD)."""
 
     def render(self, content: Any) -> bytes:
-        return dumps(content).encode("utf-8")
+        return dumps_bytes(content)
 
 
 Payload = dict[str, Any]
@@ -105,6 +109,7 @@ def create_app(
     factory = session_factory or (lambda: TextSession(env_id, env_kwargs=kwargs))
     manager = SessionManager(factory, limits)
     shared_log = {"last": -_LOG_EVERY_S, "uses": 0}
+    errors = RateLimitedLog(logger)
 
     def _authorised(headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
         if not token:
@@ -123,15 +128,24 @@ def create_app(
                 "body",
             )
         raw = b""
-        async for chunk in request.stream():
-            raw += chunk
-            if len(raw) > limits.max_body_bytes:
-                raise SessionError(
-                    f"request body exceeds the limit of {limits.max_body_bytes} bytes",
-                    "VALIDATION_ERROR",
-                    413,
-                    "body",
-                )
+        try:
+            async with asyncio.timeout(limits.body_timeout_s):  # a slow body holds no slot
+                async for chunk in request.stream():
+                    raw += chunk
+                    if len(raw) > limits.max_body_bytes:
+                        raise SessionError(
+                            f"request body exceeds the limit of {limits.max_body_bytes} bytes",
+                            "VALIDATION_ERROR",
+                            413,
+                            "body",
+                        )
+        except TimeoutError:
+            raise SessionError(
+                f"the request body did not arrive within {limits.body_timeout_s:g} s",
+                "VALIDATION_ERROR",
+                408,
+                "body",
+            ) from None
         if not raw.strip():
             return {}
         data = checks.parse_json(raw, limits, "body")
@@ -158,7 +172,13 @@ def create_app(
                 body = {"detail": str(exc), "code": exc.code, "field": exc.field}
                 return SafeJSONResponse(body, status_code=exc.status)
             except Exception as exc:  # a server bug: say so in JSON, keep serving
-                logger.exception("agentgym serve: %s %s failed", request.method, request.url.path)
+                errors.error(
+                    f"http {request.url.path}",
+                    "agentgym serve: %s %s failed",
+                    request.method,
+                    request.url.path,
+                    exc_info=True,
+                )
                 body = {"detail": f"{type(exc).__name__}: {exc}", "code": "EXECUTION_ERROR"}
                 return SafeJSONResponse({**body, "field": None}, status_code=500)
 
@@ -184,7 +204,11 @@ def create_app(
         return headers
 
     async def health(request: Request) -> SafeJSONResponse:
-        return SafeJSONResponse({"status": "healthy", "env_id": env_id, **manager.stats()})
+        body = {"status": "healthy", "env_id": env_id, **manager.stats()}
+        admission = getattr(request.app.state, "admission", None)
+        if admission is not None:  # set by the runner (ServerThread, serve)
+            body["connections"] = admission.stats()
+        return SafeJSONResponse(body)
 
     async def metadata(request: Request) -> Reply:
         from agentgym import __version__
@@ -309,7 +333,7 @@ def create_app(
                 except SessionError as exc:
                     reply = {"type": "error", "data": _error_data(exc)}
                 except Exception as exc:  # a server bug: report it, keep the session
-                    logger.exception("agentgym serve: WebSocket message failed")
+                    errors.error("ws", "agentgym serve: WebSocket message failed", exc_info=True)
                     reply = {
                         "type": "error",
                         "data": {

@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from agentgym.server.payloads import loads
 from agentgym.server.sessions import ServerLimits, SessionError
 
 _ACTION_FORMS = (
@@ -35,7 +36,7 @@ def _kind(value: Any) -> str:
 def parse_json(raw: str | bytes, limits: ServerLimits, what: str = "body") -> Any:
     """Decode ``raw`` as JSON no deeper than ``limits.max_json_depth``."""
     try:
-        data = json.loads(raw)
+        data = loads(raw)
     except RecursionError:
         raise _bad(
             f"the JSON {what} is nested too deeply (the limit is "

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from typing import Any
 
 from agentgym.error import DependencyMissingError, InvalidConfigError
+from agentgym.server.admission import (
+    Admission,
+    admitted_protocol,
+    connection_cap,
+    raise_fd_limit,
+)
 
 
 def _uvicorn() -> Any:
@@ -17,22 +24,60 @@ def _uvicorn() -> Any:
     return uvicorn
 
 
-def _config(app: Any, host: str, port: int, max_ws_bytes: int) -> Any:
+def _server(
+    app: Any,
+    host: str,
+    port: int,
+    max_ws_bytes: int,
+    max_connections: int | None,
+    header_timeout_s: float,
+) -> Any:
+    """A uvicorn server for ``app`` with :mod:`admission control <agentgym.server.admission>`.
+
+    ``max_connections`` defaults to :func:`~agentgym.server.admission.connection_cap` of the
+    process's fd limit. WebSocket compression is off: per-message deflate costs a zlib context
+    (hundreds of KB) per connection and CPU per message, for observations of a few KB.
+    """
     uvicorn = _uvicorn()
-    return uvicorn.Config(
+    cap = max_connections or connection_cap()
+    admission = Admission(cap, header_timeout_s)
+    app.state.admission = admission
+    config = uvicorn.Config(
         app,
         host=host,
         port=port,
         log_level="warning",
         ws_max_size=max_ws_bytes,
+        ws_per_message_deflate=False,
         lifespan="on",
+        http=admitted_protocol(admission),
+        backlog=min(2048, max(128, cap // 4)),
+        timeout_keep_alive=5,
+        h11_max_incomplete_event_size=64 * 1024,  # request heads; bodies are bounded apart
     )
 
+    class AdmittedServer(uvicorn.Server):  # type: ignore[misc,name-defined]
+        async def serve(self, sockets: Any = None) -> None:
+            asyncio.get_running_loop().set_exception_handler(admission.loop_exception_handler)
+            await super().serve(sockets)
 
-def serve(app: Any, host: str = "127.0.0.1", port: int = 8000, max_ws_bytes: int = 1 << 20) -> None:
-    """Serve ``app`` until interrupted."""
-    uvicorn = _uvicorn()
-    uvicorn.Server(_config(app, host, port, max_ws_bytes)).run()
+    return AdmittedServer(config)
+
+
+def serve(
+    app: Any,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    max_ws_bytes: int = 1 << 20,
+    max_connections: int | None = None,
+    header_timeout_s: float = 10.0,
+) -> None:
+    """Serve ``app`` until interrupted (raising the soft fd limit to the hard one first).
+
+    ``max_connections`` and ``header_timeout_s``: see :mod:`agentgym.server.admission`.
+    """
+    raise_fd_limit()
+    _server(app, host, port, max_ws_bytes, max_connections, header_timeout_s).run()
 
 
 class ServerThread:
@@ -45,10 +90,15 @@ class ServerThread:
     """
 
     def __init__(
-        self, app: Any, host: str = "127.0.0.1", port: int = 0, max_ws_bytes: int = 1 << 20
+        self,
+        app: Any,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_ws_bytes: int = 1 << 20,
+        max_connections: int | None = None,
+        header_timeout_s: float = 10.0,
     ):
-        uvicorn = _uvicorn()
-        self.server = uvicorn.Server(_config(app, host, port, max_ws_bytes))
+        self.server = _server(app, host, port, max_ws_bytes, max_connections, header_timeout_s)
         self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
         self.host = host
         self._thread = threading.Thread(target=self.server.run, daemon=True, name="agentgym-serve")

@@ -33,6 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from agentgym.server.ratelog import RateLimitedLog
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -63,7 +65,8 @@ class _Call:
     future: asyncio.Future
     started: asyncio.Event
     enqueued_at: float = field(default_factory=time.monotonic)
-    started_at: float = 0.0
+    started_at: float = 0.0  # handed to the pool
+    run_started_at: float = 0.0  # its thread began running it
     ended_at: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
     finished: bool = False
@@ -103,6 +106,7 @@ class FairScheduler:
         self._running_calls: set[_Call] = set()
         self.running = 0
         self.abandoned = 0
+        self._log = RateLimitedLog(logger)
         self.calls = 0
 
     # ---- public -----------------------------------------------------------------------------
@@ -130,7 +134,8 @@ class FairScheduler:
     ) -> Timed[T]:
         """Run ``fn(*args)`` on a worker thread for session ``key``.
 
-        ``timeout`` bounds the run, not the wait for a thread. Past it, the call is abandoned,
+        ``timeout`` bounds the run, measured from when a thread begins it: neither the wait
+        for a thread nor a busy event loop counts. Past it, the call is abandoned,
         :class:`CallTimeout` is raised here, and ``on_abandon(result_or_None)`` runs on the
         worker thread once ``fn`` returns. Exceptions from ``fn`` are re-raised here.
         """
@@ -146,12 +151,20 @@ class FairScheduler:
                 self._abandon(call)
             raise
         try:
-            value = await asyncio.wait_for(asyncio.shield(call.future), timeout)
-        except TimeoutError:
-            if not self._abandon(call):  # it finished at the very deadline: take the result
-                value = await call.future
-                return self._timed(call, value)
-            raise CallTimeout(f"the call ran past {timeout:g} s") from None
+            while True:  # the deadline counts from when the thread began the call
+                begun = call.run_started_at
+                left = timeout if not begun else begun + timeout - time.monotonic()
+                try:
+                    value = await asyncio.wait_for(asyncio.shield(call.future), max(0.0, left))
+                    break
+                except TimeoutError:
+                    begun = call.run_started_at
+                    if not begun or time.monotonic() - begun < timeout:
+                        continue  # still waiting for its thread, or ran less than timeout
+                    if not self._abandon(call):  # it finished at the deadline: take the result
+                        value = await call.future
+                        break
+                    raise CallTimeout(f"the call ran past {timeout:g} s") from None
         except asyncio.CancelledError:
             self._abandon(call)
             raise
@@ -165,7 +178,8 @@ class FairScheduler:
 
     @staticmethod
     def _timed(call: _Call, value: Any) -> Timed[Any]:
-        return Timed(value, call.started_at - call.enqueued_at, call.ended_at - call.started_at)
+        begun = call.run_started_at or call.started_at
+        return Timed(value, begun - call.enqueued_at, call.ended_at - begun)
 
     def _abandon(self, call: _Call) -> bool:
         """Mark a running call abandoned; False when it had already finished."""
@@ -175,7 +189,9 @@ class FairScheduler:
             call.abandoned = True
         self.running -= 1
         self.abandoned += 1
-        logger.warning("agentgym serve: a call for session %s ran past its deadline", call.key)
+        self._log.warning(
+            "abandoned", "agentgym serve: a call for session %s ran past its deadline", call.key
+        )
         self._dispatch(asyncio.get_running_loop())
         return True
 
@@ -223,6 +239,7 @@ class FairScheduler:
     def _work(self, loop: asyncio.AbstractEventLoop, call: _Call) -> None:
         value: Any = None
         error: BaseException | None = None
+        call.run_started_at = time.monotonic()
         try:
             value = call.fn(*call.args)
         except BaseException as exc:
@@ -235,7 +252,11 @@ class FairScheduler:
             try:
                 call.on_abandon(value)
             except Exception:
-                logger.exception("agentgym serve: cleanup after an abandoned call failed")
+                self._log.error(
+                    "cleanup",
+                    "agentgym serve: cleanup after an abandoned call failed",
+                    exc_info=True,
+                )
         with contextlib.suppress(RuntimeError):  # the loop is gone: the server stopped
             loop.call_soon_threadsafe(self._finish, loop, call, value, error, abandoned)
 

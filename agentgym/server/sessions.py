@@ -1,9 +1,18 @@
 """Sessions of the env server: one :class:`TextSession` each, with limits and deadlines.
 
-Every WebSocket connection owns one session; HTTP callers name theirs with
-``episode_id`` (or share the default one). Env work (build, reset, step, close) runs on the
-threads of a :class:`~agentgym.server.scheduler.FairScheduler`, one call in flight per
-session, so one slow env never stalls the others.
+Every WebSocket connection owns one session (an asyncio task, not a thread); HTTP callers
+name theirs with ``episode_id`` (or share the default one). One call is in flight per
+session. Where env work (build, reset, step, close) runs depends on the env:
+
+* envs that declare ``metadata["blocking"] = False`` (pure-Python worlds: the grid games, the
+  template users, the text-mode web sites) run inline on the event loop: a step costs
+  microseconds, less than a hand-off to a thread would;
+* every other env (the default: sandboxes, browsers, anything that may wait) runs on the
+  bounded threads of a :class:`~agentgym.server.scheduler.FairScheduler`, so one slow env
+  never stalls the others.
+
+Capacity (``max_sessions``) counts live sessions, sessions being built, and envs whose call
+ran past ``step_timeout_s`` and still runs on its thread; nothing else.
 
 Every env the server builds is closed, whatever ends its session:
 
@@ -13,7 +22,8 @@ Every env the server builds is closed, whatever ends its session:
 * a call runs past ``step_timeout_s``: the session is dropped at once (the client gets an
   error) and the env is closed on its worker thread as soon as the stuck call returns (a
   thread cannot be interrupted). Until then it still counts against ``max_sessions``, which
-  bounds live envs, not just addressable sessions.
+  bounds live envs, not just addressable sessions. The deadline measures the env's own run
+  time (from when its thread starts the call), never the wait for a thread or the loop.
 
 :attr:`SessionManager.envs_built` and :attr:`SessionManager.envs_closed` count both ends.
 """
@@ -30,7 +40,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import gymnasium as gym
+
 from agentgym.integrations.session import SessionStart, SessionTurn, TextSession
+from agentgym.server.ratelog import RateLimitedLog
 from agentgym.server.scheduler import CallTimeout, FairScheduler, Timed
 
 logger = logging.getLogger(__name__)
@@ -57,13 +70,16 @@ class ServerLimits:
     """What one server process allows.
 
     Attributes:
-        max_sessions: Live envs at once (sessions, plus envs still finishing a timed-out call).
+        max_sessions: Live envs at once (sessions open or being built, plus envs still
+            finishing a call that timed out).
         max_body_bytes: Largest HTTP body or WebSocket message.
         max_action_chars: Largest action.
         max_json_depth: Deepest nesting of objects and arrays in a request.
         session_timeout_s: Idle seconds before a session is closed.
         step_timeout_s: Seconds one build, reset or step may run.
-        step_workers: Env calls that run at once; None means one per allowed session.
+        step_workers: Blocking env calls that run at once on threads; None means one per
+            allowed session, at most ``DEFAULT_MAX_WORKERS``.
+        body_timeout_s: Seconds an HTTP request body may take to arrive.
     """
 
     max_sessions: int = 64
@@ -73,6 +89,32 @@ class ServerLimits:
     session_timeout_s: float = 600.0
     step_timeout_s: float = 60.0
     step_workers: int | None = None
+    body_timeout_s: float = 30.0
+
+
+DEFAULT_MAX_WORKERS = 256
+"""Threads for blocking env calls when ``step_workers`` is not given."""
+
+
+_TRUSTED_WRAPPERS = ("gymnasium.", "agentgym.")
+
+
+def env_blocks(text: TextSession) -> bool:
+    """Whether ``text``'s env may block, so that its calls must run on a thread.
+
+    The outermost layer that says (``metadata["blocking"]``) decides. A wrapper from outside
+    gymnasium and agentgym that says nothing may do anything (sleep, call a service), so it
+    counts as blocking; so does an env that says nothing.
+    """
+    layer: Any = text.env
+    while isinstance(layer, gym.Wrapper):
+        own = layer._metadata  # set only where the wrapper declared its own metadata
+        if own is not None and "blocking" in own:
+            return bool(own["blocking"])
+        if not type(layer).__module__.startswith(_TRUSTED_WRAPPERS):
+            return True
+        layer = layer.env
+    return bool((getattr(layer, "metadata", None) or {}).get("blocking", True))
 
 
 @dataclass(eq=False)
@@ -85,6 +127,7 @@ class Session:
     step_count: int = 0
     started: bool = False
     closed: bool = False  # the env is closed, or will be by the thread of a stuck call
+    inline: bool = False  # its env never blocks: calls run on the event loop
 
 
 class SessionManager:
@@ -95,14 +138,18 @@ class SessionManager:
         self.limits = limits
         self.sessions: dict[str, Session] = {}
         self.scheduler = FairScheduler(
-            limits.step_workers or limits.max_sessions, spare=limits.max_sessions
+            limits.step_workers or min(limits.max_sessions, DEFAULT_MAX_WORKERS),
+            spare=limits.max_sessions,
         )
+        self.builds_inline: bool | None = None  # unknown until the first env is built
+        self._probe: asyncio.Future[None] | None = None  # the first build, while it runs
         self.envs_built = 0
         self.envs_closed = 0
         self._count_lock = threading.Lock()
         self._building: dict[str, asyncio.Future[Session]] = {}
         self._reaper: asyncio.Task | None = None
         self._stopping = False
+        self._log = RateLimitedLog(logger)
 
     # ---- life cycle -------------------------------------------------------------------------
 
@@ -127,7 +174,9 @@ class SessionManager:
             now = time.monotonic()
             for sid, s in list(self.sessions.items()):
                 if not s.lock.locked() and now - s.last_activity > self.limits.session_timeout_s:
-                    logger.info("agentgym serve: session %s idle, closing", sid)
+                    self._log.log(
+                        logging.INFO, "idle", "agentgym serve: idle session %s closed", sid
+                    )
                     await self.close(sid)
 
     @property
@@ -136,11 +185,18 @@ class SessionManager:
         with self._count_lock:
             return self.envs_built - self.envs_closed
 
+    @property
+    def live(self) -> int:
+        """What counts against ``max_sessions``: live sessions, sessions being built, and envs
+        whose call ran past its deadline and still runs on a thread."""
+        return len(self.sessions) + len(self._building) + self.scheduler.abandoned
+
     def stats(self) -> dict[str, Any]:
         """Session and scheduler counts for ``/health``."""
         return {
             "active_sessions": len(self.sessions),
             "max_sessions": self.limits.max_sessions,
+            "building": len(self._building),
             "envs_built": self.envs_built,
             "envs_closed": self.envs_closed,
             "scheduler": self.scheduler.stats(),
@@ -151,6 +207,8 @@ class SessionManager:
     async def get_or_create(self, sid: str | None = None) -> Session:
         """The session named ``sid`` (a new one when absent); 503 beyond ``max_sessions``."""
         sid = sid or uuid.uuid4().hex
+        while self.builds_inline is None and self._probe is not None:
+            await asyncio.shield(self._probe)  # the first env says whether builds block
         while True:
             if sid in self.sessions:
                 return self.sessions[sid]
@@ -159,22 +217,32 @@ class SessionManager:
                 break
             with contextlib.suppress(SessionError):
                 return await asyncio.shield(pending)
-        busy = self.open_envs + len(self._building)
-        if busy >= self.limits.max_sessions:
-            stuck = busy - len(self.sessions) - len(self._building)
+        if self.live >= self.limits.max_sessions:
+            stuck = self.scheduler.abandoned
             raise SessionError(
-                f"the server holds its maximum of {self.limits.max_sessions} sessions"
-                + (f" ({stuck} still finishing a call that timed out)" if stuck > 0 else "")
-                + "; close one (or wait for idle ones to time out) and retry",
+                f"the server holds its maximum of {self.limits.max_sessions} sessions "
+                f"({len(self.sessions)} open, {len(self._building)} being built"
+                + (f", {stuck} still finishing a call that timed out" if stuck > 0 else "")
+                + "); close one (or wait for idle ones to time out) and retry",
                 "CAPACITY_REACHED",
                 503,
             )
-        pending = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        pending = loop.create_future()
         self._building[sid] = pending
+        probe = None
+        if self.builds_inline is None:
+            probe = self._probe = loop.create_future()
         try:
-            timed = await self.scheduler.run(
-                sid, self._build, timeout=self.limits.step_timeout_s, on_abandon=self._close_text
-            )
+            if self.builds_inline:
+                timed = self._inline(self._build)
+            else:
+                timed = await self.scheduler.run(
+                    sid,
+                    self._build,
+                    timeout=self.limits.step_timeout_s,
+                    on_abandon=self._close_text,
+                )
         except CallTimeout:
             error = SessionError(
                 f"the env was not built within {self.limits.step_timeout_s:g} s",
@@ -191,9 +259,13 @@ class SessionManager:
             raise error from exc
         finally:
             self._building.pop(sid, None)
+            if probe is not None:
+                self._probe = None
+                probe.set_result(None)
             if pending.done() and pending.exception() is not None:
                 pending.exception()  # retrieved: waiters got it, nobody else needs a warning
-        session = Session(sid, timed.value)
+        session = Session(sid, timed.value, inline=not env_blocks(timed.value))
+        self.builds_inline = session.inline
         if self._stopping:  # built while the server shut down: nobody else would close it
             session.closed = True
             await asyncio.to_thread(self._close_text, session.text)
@@ -225,6 +297,9 @@ class SessionManager:
             if session.closed:
                 return
             session.closed = True
+            if session.inline:
+                self._close_text(session.text)
+                return
             with contextlib.suppress(CallTimeout):
                 await self.scheduler.run(
                     sid, self._close_text, session.text, timeout=self.limits.step_timeout_s
@@ -264,7 +339,9 @@ class SessionManager:
             except SessionError:
                 raise
             except Exception as exc:  # envs never raise on actions; this is a bug or a crash
-                logger.exception("agentgym serve: step of session %s raised", session.id)
+                self._log.error(
+                    "step", "agentgym serve: step of session %s raised", session.id, exc_info=True
+                )
                 raise SessionError(
                     f"step failed: {type(exc).__name__}: {exc}", "EXECUTION_ERROR", 500
                 ) from exc
@@ -283,7 +360,16 @@ class SessionManager:
                 "episode_id",
             )
 
+    @staticmethod
+    def _inline(fn: Callable[..., T], *args: Any) -> Timed[T]:
+        """``fn(*args)`` on the event loop, timed (for envs that never block)."""
+        started = time.monotonic()
+        value = fn(*args)
+        return Timed(value, 0.0, time.monotonic() - started)
+
     async def _call(self, session: Session, fn: Callable[..., T], *args: Any) -> Timed[T]:
+        if session.inline:
+            return self._inline(fn, *args)
         try:
             return await self.scheduler.run(
                 session.id,
@@ -317,7 +403,7 @@ class SessionManager:
         try:
             text.close()
         except Exception:
-            logger.exception("agentgym serve: closing an env failed")
+            self._log.error("close", "agentgym serve: closing an env failed", exc_info=True)
         finally:
             with self._count_lock:
                 self.envs_closed += 1

@@ -90,7 +90,7 @@ _MOVES = tuple(render_tool_call("move", {"direction": d}) for d in DIRECTIONS)
 class SokobanEnv(AgentEnv):
     """Sokoban with seeded, always-solvable levels; see the module docstring for the card."""
 
-    metadata = {"family": "games", "render_modes": ["ansi"]}
+    metadata = {"family": "games", "render_modes": ["ansi"], "blocking": False}
     default_reward_weights: ClassVar[Mapping[str, float]] = {
         "step": 0.1,
         "format": 0.1,

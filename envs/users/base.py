@@ -68,6 +68,7 @@ class UserDialogueEnv(AgentEnv):
     metadata: ClassVar[dict[str, Any]] = {  # type: ignore[misc]  # same as AgentEnv
         "family": "users",
         "render_modes": ["ansi"],
+        "blocking": False,  # the template users; with a wording backend __init__ says True
     }
     default_reward_weights: ClassVar[Mapping[str, float]] = {
         "format": 0.1,
@@ -98,6 +99,7 @@ class UserDialogueEnv(AgentEnv):
         )
         check_options(turn_credit, trajectory_score, credit_gamma)
         self.wording = wording
+        self.metadata = {**self.metadata, "blocking": wording is not None}  # type: ignore[misc]
         self.turn_credit = turn_credit
         self.credit_gamma = float(credit_gamma)
         self.trajectory_score_mode = trajectory_score

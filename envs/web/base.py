@@ -100,6 +100,7 @@ class WebEnv(AgentEnv):
         if aria and mode == "text":
             raise InvalidConfigError("aria snapshots need mode='browser'.")
         self.mode = mode
+        self.metadata = {**self.metadata, "blocking": mode == "browser"}  # type: ignore[misc]
         self.aria = bool(aria)
         self.screenshot = screenshot
         self.obs_chars = int(obs_chars)

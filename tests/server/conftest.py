@@ -23,6 +23,7 @@ class Gated(gymnasium.Wrapper):
 
     def __init__(self, env, counts: Counts):
         super().__init__(env)
+        self.metadata = {**env.metadata, "blocking": True}  # its steps wait: run on threads
         self.counts = counts
         self.closed = False
         self.in_step = False

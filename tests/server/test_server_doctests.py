@@ -8,7 +8,15 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("name", ["agentgym.server.scheduler", "agentgym.server.checks"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "agentgym.server.scheduler",
+        "agentgym.server.checks",
+        "agentgym.server.ratelog",
+        "agentgym.server.admission",
+    ],
+)
 def test_server_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0 and result.failed == 0
