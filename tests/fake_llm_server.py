@@ -100,6 +100,9 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 1024  # hundreds of episodes connect at once
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (a cancelled request, a closed pool) is not an error."""
+
 
 class FakeLLMServer:
     """The server; ``url`` is its ``/v1`` root. Use it as a context manager.
@@ -167,8 +170,14 @@ class FakeLLMServer:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive: no new connection per request
+
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                try:
+                    body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                except (ValueError, OSError):  # the client cancelled while sending
+                    self.close_connection = True
+                    return
                 status, data = owner._answer(body)
                 if data is None:  # a dropped connection: no status line at all
                     self.close_connection = True

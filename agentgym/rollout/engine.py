@@ -59,6 +59,10 @@ class RolloutConfig:
     """An env reset or step slower than this is an infrastructure failure."""
     episode_retries: int = 1
     """Fresh attempts at a task after an infrastructure failure, per group member."""
+    abort_requests: bool = False
+    """When a call stops, cancel the policy requests still in flight. False (default):
+    they keep running, and the next call (on the same event loop) uses their replies,
+    tagged with the version that asked; a new loop (``collect_sync``) asks again."""
     max_staleness: int | None = None
     """Carried episodes whose first step is more than this many policy versions old start
     over from reset (None: keep them all)."""
@@ -220,6 +224,7 @@ class RolloutEngine:
     def close(self) -> None:
         """Give back the envs of carried episodes, close the source and the worker threads."""
         for ep in self.carried:
+            self._drop_request(ep, CollectionSummary())
             if ep.slot is not None:
                 self.source.release(ep.slot, healthy=True)
                 ep.slot = None
@@ -279,13 +284,14 @@ class RolloutEngine:
                     and ep.steps[0].policy_version is not None
                     and self.policy_version - ep.steps[0].policy_version > limit
                 ):
-                    self._restart(ep)
+                    self._restart(ep, call.summary)
                     call.summary.restarted_stale += 1
                 call.summary.carried_in += ep.status == "paused"
                 self._start(call, ep, group)
 
-    def _restart(self, ep: Episode) -> None:
+    def _restart(self, ep: Episode, summary: CollectionSummary) -> None:
         """Forget a carried episode's steps; it starts again from reset on its env."""
+        self._drop_request(ep, summary)
         ep.steps.clear()
         ep.step_collects.clear()
         ep.step_tokens.clear()
@@ -330,6 +336,36 @@ class RolloutEngine:
 
     # ---------------------------------------------------------------- one episode
 
+    def _request(
+        self, call: _Call, ep: Episode, chat: Chat
+    ) -> tuple[asyncio.Future[Generation], int, int]:
+        """The episode's policy request: the one still in flight from the previous call
+        (when this is the same event loop), else a new one tagged with the current version."""
+        if ep.pending is not None:
+            request = ep.pending[0]
+            if request.get_loop() is asyncio.get_running_loop() and not request.cancelled():
+                call.summary.resumed_requests += 1
+                return ep.pending
+            self._drop_request(ep, call.summary)
+        item = PolicyInput(
+            messages=chat.messages(self.config.history_turns), info=ep.info, env=ep.slot.env
+        )
+        request = asyncio.ensure_future(self.policy.act(item))
+        call.summary.policy_requests += 1
+        ep.pending = (request, self.policy_version, call.index)
+        return ep.pending
+
+    @staticmethod
+    def _drop_request(ep: Episode, summary: CollectionSummary) -> None:
+        if ep.pending is not None:
+            request = ep.pending[0]
+            if not request.done() and not request.get_loop().is_closed():
+                request.cancel()
+            elif not request.cancelled():
+                request.exception()  # retrieved: no "never retrieved" warning
+            summary.aborted_requests += 1
+            ep.pending = None
+
     async def _env_call(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self._executor, fn, *args)
@@ -364,24 +400,21 @@ class RolloutEngine:
                     ep.status = "paused"
                     return
                 call.phase[ep] = "policy"
-                item = PolicyInput(
-                    messages=chat.messages(self.config.history_turns),
-                    info=ep.info,
-                    env=ep.slot.env,
-                )
-                version = self.policy_version
+                request, version, asked_in = self._request(call, ep, chat)
                 t0 = time.perf_counter()
                 try:
-                    gen = await self.policy.act(item)
-                except asyncio.CancelledError:
-                    summary.aborted_requests += 1
+                    gen = await asyncio.shield(request)
+                except asyncio.CancelledError:  # the call stopped (APRIL): pause here
+                    if self.config.abort_requests:
+                        self._drop_request(ep, summary)
                     ep.status = "paused"
                     return
                 except Exception as exc:
+                    ep.pending = None
                     raise InfraFailure("policy_error", f"{type(exc).__name__}: {exc}") from exc
                 finally:
                     summary.policy_seconds += time.perf_counter() - t0
-                    summary.policy_requests += 1
+                ep.pending = None
                 call.phase[ep] = "env"
                 t0 = time.perf_counter()
                 res = await self._env_call(ep.slot.step, gen.text)
@@ -404,7 +437,7 @@ class RolloutEngine:
                         policy_version=version,
                     )
                 )
-                ep.step_collects.append(call.index)
+                ep.step_collects.append(asked_in)
                 ep.step_tokens.append(generation_tokens(gen))
                 chat.turns.append(
                     ({"role": "assistant", "content": gen.text}, observation_message(res.obs))

@@ -33,11 +33,14 @@ class Episode:
     """Why an ``infra_failure`` happened (env crash, env timeout, policy error...)."""
     steps: list[StepRecord] = field(default_factory=list)
     step_collects: list[int] = field(default_factory=list)
-    """For each step, the index of the collection call that generated it."""
+    """For each step, the index of the collection call that asked for its generation."""
     step_tokens: list[int] = field(default_factory=list)
     chat: Chat | None = None
     info: dict[str, Any] = field(default_factory=dict)
     slot: Any = None
+    pending: Any = None
+    """``(request, policy_version, call index)`` of a policy request still in flight when a
+    collect call stopped; the next call awaits it instead of asking again."""
     """The env slot it holds while running or paused (None before reset and after its end)."""
 
     @property
@@ -108,7 +111,10 @@ class CollectionSummary:
     carried_out: int = 0
     """Unfinished episodes paused at the end of this call, to be continued by the next."""
     aborted_requests: int = 0
-    """Policy requests cancelled when collection stopped (their episodes repeat that turn)."""
+    """Policy requests dropped (``abort_requests``, a new event loop, a stale restart):
+    their episodes ask again."""
+    resumed_requests: int = 0
+    """Requests still in flight when the previous call stopped, whose replies this call used."""
     restarted_stale: int = 0
     """Carried episodes restarted from reset because their oldest step was too stale."""
     tokens: int = 0

@@ -131,16 +131,18 @@ class GatedPolicy:
         return self.inner.act([item])[0]
 
 
-def test_partial_rollouts_carry_unfinished_episodes_into_the_next_call() -> None:
+@pytest.mark.parametrize("abort_requests", [False, True])
+def test_partial_rollouts_carry_unfinished_episodes_into_the_next_call(
+    abort_requests: bool,
+) -> None:
     seeds, k = list(range(6)), 2
     tasks = {s: gym.make(SOKOBAN).reset(seed=s)[1]["task_id"] for s in seeds}
     quick = [0, 1]
     held = {tasks[s] for s in seeds if s not in quick}
     assert not held & {tasks[s] for s in quick}
     policy = GatedPolicy(held)
-    engine = RolloutEngine(
-        LocalEnvSource(SOKOBAN), policy, seeds, RolloutConfig(group_size=k, max_in_flight=12)
-    )
+    config = RolloutConfig(group_size=k, max_in_flight=12, abort_requests=abort_requests)
+    engine = RolloutEngine(LocalEnvSource(SOKOBAN), policy, seeds, config)
 
     async def two_calls() -> tuple[Any, Any]:
         first = await engine.collect(2, policy_version=0)
@@ -151,16 +153,22 @@ def test_partial_rollouts_carry_unfinished_episodes_into_the_next_call() -> None
     first, second = asyncio.run(two_calls())
     # the first call released exactly the quick groups and paused every other episode
     assert sorted(g.seed for g in first.groups) == quick
-    assert first.summary.carried_out == 8 == second.summary.carried_in
-    assert first.summary.aborted_requests == 8 == policy.waiting
-    # the carried episodes kept their first step (version 0) and finished under version 1
+    assert first.summary.carried_out == 8 == second.summary.carried_in == policy.waiting
     assert sorted(g.seed for g in second.groups) == [2, 3, 4, 5]
+    assert engine.carried == []
+    # the carried episodes kept their first step (version 0); the held request was either
+    # cancelled and asked again under version 1, or kept and answered as asked (version 0)
+    kept = 1 if abort_requests else 2
+    assert first.summary.aborted_requests == (8 if abort_requests else 0)
+    assert second.summary.resumed_requests == (0 if abort_requests else 8)
     for ep in second.episodes:
         versions = [s.policy_version for s in ep.steps]
-        assert versions[0] == 0 and set(versions[1:]) == {1}, versions
+        assert set(versions[:kept]) == {0} and set(versions[kept:]) == {1}, versions
+        assert ep.step_collects[:kept] == [0] * kept and set(ep.step_collects[kept:]) == {1}
     assert 0 < second.summary.carried_token_share < 1
-    assert second.summary.carried_tokens == sum(ep.step_tokens[0] for ep in second.episodes)
-    assert engine.carried == []
+    assert second.summary.carried_tokens == sum(
+        sum(ep.step_tokens[:kept]) for ep in second.episodes
+    )
     # nothing lost, nothing changed: the same results as the lockstep loop
     got = engine_results(first.groups + second.groups)
     assert got == lockstep(SOKOBAN, ScriptedChatPolicy(), seeds, k)
@@ -307,3 +315,14 @@ def test_config_mistakes_are_explained() -> None:
         pytest.raises(InvalidConfigError, match="only 2 envs"),
     ):
         RolloutEngine(PoolEnvSource(pool), OraclePolicy(), [0], RolloutConfig(2, 4))
+
+
+@pytest.mark.parametrize(
+    "module", ["agentgym.rollout.policy", "agentgym.rollout.training", "tests.fake_llm_server"]
+)
+def test_docstring_examples(module: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0
