@@ -1,0 +1,329 @@
+"""``agentgym serve`` at RL scale (issue 22): thousands of WebSocket sessions in one process.
+
+Scale rows: ONE server process serves three envs (Sokoban-Tiny, WebTodoText and
+UserTwentyQuestions, one port each, one event loop), each started with ``max_sessions`` =
+clients + 16. Clients run in ``CLIENT_PROCS`` other processes, many asyncio clients each,
+with the harness of :mod:`agentgym.server.load` (connect, reset, ``STEPS`` steps of a fixed
+cheap policy, resetting when an episode ends, close); half the clients play Sokoban-Tiny and
+a quarter each play the other two. The same harness drives today's server and the server of
+commit ``BASE`` (its ``agentgym`` on ``PYTHONPATH``, see :mod:`benchmarks.basecommit`),
+interleaved in one run. Reported: errors (refusals included), aggregate Sokoban-Tiny steps/s
+(its steps over the wall time of the whole load), p50/p99 client round trip of every step,
+and the server's peak RSS growth over its warmed-up size, per session.
+
+Half-open rows: ``agentgym serve`` under ``ulimit -n 1024`` while one client holds 1,100 TCP
+connections that never send a byte; then another client's ``/health`` latency and the bytes
+the server logged in the 10 s after the connections opened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+BASE = "582008d"
+ENVS = {
+    "sokoban": "agentgym/Sokoban-Tiny-v0",
+    "todo": "agentgym/WebTodoText-v0",
+    "twenty": "agentgym/UserTwentyQuestions-v0",
+}
+MIX = ("sokoban", "sokoban", "todo", "twenty")  # client i plays MIX[i % 4]
+CLIENT_PROCS = 4
+STEPS = 20
+HALF_OPEN, HALF_OPEN_FDS, HALF_OPEN_WATCH_S = 1100, 1024, 10.0
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# ---- processes ---------------------------------------------------------------------------------
+
+
+def _free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _python(code: str, tree: str | None, **kw: Any) -> subprocess.Popen:
+    """``python -c code`` from a scratch directory, importing agentgym from ``tree``
+    (None: today's) and ``benchmarks`` from this checkout."""
+    path = os.pathsep.join(p for p in (tree, str(ROOT)) if p)
+    env = {**os.environ, "PYTHONPATH": path}
+    return subprocess.Popen([sys.executable, "-c", code], env=env, cwd=tempfile.gettempdir(), **kw)
+
+
+def serve_mix(ports: list[int], max_sessions: int) -> None:
+    """Server process: every env of ENVS on its port, one event loop, until killed."""
+    import uvicorn
+
+    from agentgym.server import ServerLimits, create_app, runner
+
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+    async def main() -> None:
+        servers = []
+        for env_id, port in zip(ENVS.values(), ports, strict=True):
+            app = create_app(env_id, limits=ServerLimits(max_sessions=max_sessions))
+            if hasattr(runner, "_server"):  # today's: admission control included
+                srv = runner._server(app, "127.0.0.1", port, 1 << 20, None, 10.0)
+            else:  # BASE's runner
+                srv = uvicorn.Server(runner._config(app, "127.0.0.1", port, 1 << 20))
+            srv.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+            servers.append(srv)
+        await asyncio.gather(*(s.serve() for s in servers))
+
+    asyncio.run(main())
+
+
+def play(spec_json: str) -> None:
+    """Client process: play the plans of ``spec`` concurrently; print what they saw as JSON."""
+    from agentgym.server.load import ClientPlan, run_client
+
+    spec = json.loads(spec_json)
+    plans = [
+        ClientPlan(spec["urls"][kind], steps=spec["steps"], seed=seed, label=kind)
+        for kind, seed in spec["plans"]
+    ]
+    while time.time() < spec["start_at"]:
+        time.sleep(0.005)
+
+    async def timed(plan: ClientPlan) -> tuple[Any, float]:
+        return await run_client(plan), time.time()
+
+    async def everyone() -> list[tuple[Any, float]]:
+        return list(await asyncio.gather(*(timed(p) for p in plans)))
+
+    began = time.time()
+    done = asyncio.run(everyone())
+    ended = time.time()
+    stats = [st for st, _ in done]
+    out = {
+        "began": began,
+        "ended": ended,
+        "sokoban_ended": max((t for st, t in done if st.plan.label == "sokoban"), default=began),
+        "step_s": [x for s in stats for x in s.step_s],
+        "sokoban_steps": sum(len(s.step_s) for s in stats if s.plan.label == "sokoban"),
+        "errors": [e for s in stats for e in s.errors],
+    }
+    print(json.dumps(out))
+
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _wait_up(ports: list[int], proc: subprocess.Popen) -> None:
+    import httpx
+
+    deadline = time.monotonic() + 120
+    for port in ports:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError("the server exited at start")
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError("the server never answered /health")
+            time.sleep(0.1)
+
+
+def _run_clients(
+    urls: dict[str, str], n: int, steps: int, procs: int, seed0: int, mix: tuple[str, ...]
+) -> list[dict]:
+    plans = [(mix[i % len(mix)], seed0 + i) for i in range(n)]
+    start_at = time.time() + 1.0 + 0.002 * n  # every client process is up by then
+    children = []
+    for k in range(procs):
+        spec = {"urls": urls, "steps": steps, "plans": plans[k::procs], "start_at": start_at}
+        code = f"from benchmarks.bench_serve_scale import play; play({json.dumps(spec)!r})"
+        children.append(_python(code, None, stdout=subprocess.PIPE, text=True))
+    outs = [c.communicate(timeout=900)[0] for c in children]
+    return [json.loads(o.strip().splitlines()[-1]) for o in outs]
+
+
+def _scale_row(tree: str | None, n: int, steps: int, mix: tuple[str, ...]) -> dict[str, Any]:
+    """One server process (today's, or BASE's from ``tree``) under ``n`` clients."""
+    from agentgym.server.load import percentile
+
+    ports = _free_ports(len(ENVS))
+    code = f"from benchmarks.bench_serve_scale import serve_mix; serve_mix({ports!r}, {n + 16})"
+    server = _python(code, tree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_up(ports, server)
+        urls = {k: f"http://127.0.0.1:{p}" for k, p in zip(ENVS, ports, strict=True)}
+        _run_clients(urls, 3 * len(MIX), 2, 1, 10**6, MIX)  # warm-up: first builds import
+        base_kib = _rss_kib(server.pid)
+        peak = [base_kib]
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(0.1):
+                with contextlib.suppress(OSError):
+                    peak[0] = max(peak[0], _rss_kib(server.pid))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        results = _run_clients(urls, n, steps, CLIENT_PROCS, 0, mix)
+        stop.set()
+        sampler.join()
+    finally:
+        server.kill()
+        server.wait()
+    step_s = [x for r in results for x in r["step_s"]]
+    errors = [e for r in results for e in r["errors"]]
+    began = min(r["began"] for r in results)
+    sokoban_wall = max(r["sokoban_ended"] for r in results) - began
+    return {
+        "errors": len(errors),
+        "first_error": errors[0][:160] if errors else "",
+        "sokoban_steps_s": sum(r["sokoban_steps"] for r in results) / sokoban_wall,
+        "p50_ms": percentile(step_s, 50) * 1e3,
+        "p99_ms": percentile(step_s, 99) * 1e3,
+        "kib_per_session": (peak[0] - base_kib) / n,
+        "wall_s": max(r["ended"] for r in results) - began,
+    }
+
+
+# ---- half-open connections ---------------------------------------------------------------------
+
+
+def _low_fds() -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (HALF_OPEN_FDS, HALF_OPEN_FDS))
+
+
+def _half_open_row(tree: str | None) -> dict[str, Any]:
+    import httpx
+
+    port = _free_ports(1)[0]
+    with tempfile.NamedTemporaryFile(prefix="agentgym-serve-log-", delete=False) as log:
+        path = log.name
+    with open(path, "wb") as out:
+        code = (
+            "import sys; from agentgym.cli import main; "
+            f"sys.exit(main(['serve', '{ENVS['sokoban']}', '--port', '{port}']))"
+        )
+        server = _python(code, tree, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_low_fds)
+    socks: list[socket.socket] = []
+    try:
+        _wait_up([port], server)
+        before = os.path.getsize(path)
+        opened = time.monotonic()
+        for _ in range(HALF_OPEN):
+            s = socket.socket()
+            s.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                s.connect(("127.0.0.1", port))
+            socks.append(s)
+        time.sleep(2.0)  # let the server meet them
+        health: list[float | None] = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            try:
+                ok = httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).status_code == 200
+                health.append(time.perf_counter() - t0 if ok else None)
+            except httpx.TransportError:
+                health.append(None)
+        time.sleep(max(0.0, HALF_OPEN_WATCH_S - (time.monotonic() - opened)))
+        logged = os.path.getsize(path) - before
+    finally:
+        for s in socks:
+            s.close()
+        server.kill()
+        server.wait()
+        os.unlink(path)
+    answered = [h for h in health if h is not None]
+    return {
+        "answered": f"{len(answered)}/{len(health)}",
+        "health_ms": sorted(answered)[len(answered) // 2] * 1e3 if answered else None,
+        "log_bytes": logged,
+    }
+
+
+# ---- the section --------------------------------------------------------------------------------
+
+
+def run(quick: bool = False) -> str:
+    from benchmarks.basecommit import base_tree
+    from benchmarks.timing import load
+
+    old = base_tree(BASE)
+    sizes = (1024,) if quick else (1024, 4096)
+    lines = [
+        "## Serving at RL scale: thousands of WebSocket sessions per server (issue 22)",
+        "",
+        f"One server process; clients in {CLIENT_PROCS} other processes, {STEPS} steps each "
+        f"(agentgym.server.load's harness for both servers), `max_sessions` = clients + 16; "
+        f"today's server against {BASE}'s, interleaved in one run. Workloads: `sokoban`, every "
+        "client on Sokoban-Tiny (the serving overhead: a step costs about 0.1 ms); `mix`, three "
+        "envs in the one process (Sokoban-Tiny for half the clients, WebTodoText and "
+        "UserTwentyQuestions a quarter each; their steps cost about 10 ms and 1 ms of CPU). "
+        "Sokoban steps/s: its steps over the time until its last client finished. Round trips "
+        "are every step's, client side. Memory is the server's peak RSS growth over its "
+        "warmed-up size, per client.",
+        "",
+        f"Machine load at start: {load()}.",
+        "",
+        "| workload | server | clients | errors | Sokoban steps/s | p50 ms | p99 ms "
+        "| KiB / session | wall s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    notes = []
+    for n in sizes:
+        for workload, mix in (("sokoban", ("sokoban",)), ("mix", MIX)):
+            for name, tree in ((BASE, old), ("today", None)):
+                if name == BASE and old is None:
+                    lines.append(f"| {workload} | {BASE} | {n} | (no tree) | | | | | |")
+                    continue
+                row = _scale_row(tree, n, STEPS, mix)
+                lines.append(
+                    f"| {workload} | {name} | {n} | {row['errors']} | "
+                    f"{row['sokoban_steps_s']:.0f} | {row['p50_ms']:.1f} | {row['p99_ms']:.1f} | "
+                    f"{row['kib_per_session']:.0f} | {row['wall_s']:.1f} |"
+                )
+                if row["first_error"]:
+                    notes.append(
+                        f"- {workload}, {name}, {n} clients, first error: `{row['first_error']}`"
+                    )
+    lines += ["", *notes, ""] if notes else [""]
+    lines += [
+        f"### {HALF_OPEN:,} half-open connections under `ulimit -n {HALF_OPEN_FDS}`",
+        "",
+        f"`agentgym serve` (Sokoban-Tiny) with {HALF_OPEN:,} connections that never send a byte; "
+        f"another client's `/health` (3 tries, 10 s client timeout) and the bytes logged in the "
+        f"{HALF_OPEN_WATCH_S:g} s after they opened.",
+        "",
+        "| server | /health answered | median /health ms | log bytes |",
+        "|---|---|---|---|",
+    ]
+    for name, tree in ((BASE, old), ("today", None)):
+        if name == BASE and old is None:
+            continue
+        h = _half_open_row(tree)
+        ms = f"{h['health_ms']:.1f}" if h["health_ms"] is not None else "-"
+        lines.append(f"| {name} | {h['answered']} | {ms} | {h['log_bytes']:,} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(run(quick="--full" not in sys.argv))
