@@ -373,6 +373,11 @@ class EpisodeRows:
         os.replace(tmp, self.path)
 
 
+def _number(value: float) -> str:
+    """A rate for the summary; ``-`` when nothing was measured (no whole task yet)."""
+    return "-" if value != value else f"{value:.3f}"
+
+
 def _print_summary(
     args: argparse.Namespace, name: str, modes: list[str], rows: EpisodeRows
 ) -> None:
@@ -390,7 +395,10 @@ def _print_summary(
         stderr = (success * (1 - success) / n) ** 0.5 if n else 0.0
         ret = sum(r["total_reward"] for r in done) / n if n else 0.0
         turns = sum(r["turns"] for r in done) / max(1, n)
-        print(f"{mode:<8} {n:>8} {success:>8.3f} {stderr:>6.3f} {ret:>8.3f} {turns:>6.1f}")
+        if n:
+            print(f"{mode:<8} {n:>8} {success:>8.3f} {stderr:>6.3f} {ret:>8.3f} {turns:>6.1f}")
+        else:  # stopped before any episode of this mode ended
+            print(f"{mode:<8} {n:>8} {'-':>8} {'-':>6} {'-':>8} {'-':>6}")
         if samples > 1:
             by_task: dict[int, list[bool]] = {}
             for r in done:
@@ -403,7 +411,8 @@ def _print_summary(
             )
             print(f"{'k':>4} {'pass@k':>8} {'pass^k':>8}")
             for k in ks:
-                print(f"{k:>4} {table[f'pass@{k}'][0]:>8.3f} {table[f'pass^{k}'][0]:>8.3f}")
+                at, hat = table[f"pass@{k}"][0], table[f"pass^{k}"][0]
+                print(f"{k:>4} {_number(at):>8} {_number(hat):>8}")
     if args.out:
         print(f"per-episode results: {args.out}")
     if args.record:
