@@ -108,6 +108,7 @@ class _Call:
     phase: dict[Episode, str] = field(default_factory=dict)
     ended: list[Episode] = field(default_factory=list)
     stopping: bool = False
+    on_group: Callable[[Group], None] | None = None
     error: BaseException | None = None
     """A bug (not an infrastructure failure) that ended an episode task: re-raised."""
 
@@ -158,19 +159,26 @@ class RolloutEngine:
         """Unfinished episodes waiting for the next collect call."""
         return [ep for g in self._open for ep in g.members if not ep.ended]
 
-    async def collect(self, target_groups: int, *, policy_version: int | None = None) -> Collection:
+    async def collect(
+        self,
+        target_groups: int,
+        *,
+        policy_version: int | None = None,
+        on_group: Callable[[Group], None] | None = None,
+    ) -> Collection:
         """Run episodes until ``target_groups`` usable groups were released (``partial``),
         or until the ``target_groups`` groups started here all ended (not ``partial``).
 
         Fewer come back only when the seeds run out. Every group that ended is returned,
-        usable or not, so no finished episode is lost.
+        usable or not, so no finished episode is lost. ``on_group(group)`` is called with
+        each group as soon as it is released (e.g. to write its episodes to disk at once).
         """
         if target_groups < 1:
             raise InvalidConfigError(f"target_groups must be at least 1, got {target_groups}.")
         if policy_version is not None:
             self.policy_version = policy_version
         started = time.perf_counter()
-        call = _Call(self._collects, CollectionSummary(), asyncio.Event())
+        call = _Call(self._collects, CollectionSummary(), asyncio.Event(), on_group=on_group)
         self._collects += 1
         released: list[Group] = []
         self._resume_carried(call)
@@ -217,9 +225,17 @@ class RolloutEngine:
         summary.seconds = time.perf_counter() - started
         return Collection(released, summary, self.policy_version)
 
-    def collect_sync(self, target_groups: int, *, policy_version: int | None = None) -> Collection:
+    def collect_sync(
+        self,
+        target_groups: int,
+        *,
+        policy_version: int | None = None,
+        on_group: Callable[[Group], None] | None = None,
+    ) -> Collection:
         """:meth:`collect` from synchronous code (runs its own event loop)."""
-        return asyncio.run(self.collect(target_groups, policy_version=policy_version))
+        return asyncio.run(
+            self.collect(target_groups, policy_version=policy_version, on_group=on_group)
+        )
 
     def close(self) -> None:
         """Give back the envs of carried episodes, close the source and the worker threads."""
@@ -322,6 +338,9 @@ class RolloutEngine:
     def _release(self, call: _Call) -> list[Group]:
         done = [g for g in self._open if g.ended]
         self._open = [g for g in self._open if not g.ended]
+        if call.on_group is not None:
+            for group in done:
+                call.on_group(group)
         return done
 
     async def _stop(self, call: _Call) -> None:

@@ -233,12 +233,14 @@ def test_env_failures_are_retried_marked_and_excluded_from_advantages() -> None:
         seeds,
         RolloutConfig(group_size=k, max_in_flight=8, partial=False, env_timeout_s=0.5),
     )
+    streamed: list[int] = []
     try:
-        collection = engine.collect_sync(4)
+        collection = engine.collect_sync(4, on_group=lambda g: streamed.append(g.seed))
     finally:
         state["release"].set()
         engine.close()
     summary = collection.summary
+    assert streamed == [g.seed for g in collection.groups]  # each group handed over on release
     # seed 1: both members fail, are retried once, fail again; seed 2: one timeout, cured
     assert summary.infra_failures == 5 and summary.retries == 3
     assert summary.causes == {"env_error": 4, "env_timeout": 1}
