@@ -100,15 +100,16 @@ def test_async_http_equals_lockstep_despite_latency_500s_and_dropped_connections
     assert summary.env_steps == len(rows)
 
 
-def test_sync_oracle_over_an_env_pool_equals_lockstep() -> None:
+@pytest.mark.parametrize("env_id", [SOKOBAN, "agentgym/WebShopText-v0"])
+def test_sync_oracle_over_an_env_pool_equals_lockstep(env_id: str) -> None:
     seeds, k = [3, 4, 5], 2
-    with EnvPool([lambda: gym.make(SOKOBAN)] * 6) as pool:
+    with EnvPool([lambda: gym.make(env_id)] * 6) as pool:
         policy = BatchingPolicy(OraclePolicy())
         engine = RolloutEngine(
             PoolEnvSource(pool), policy, seeds, RolloutConfig(group_size=k, max_in_flight=6)
         )
         collection = engine.collect_sync(3)
-    assert engine_results(collection.groups) == lockstep(SOKOBAN, OraclePolicy(), seeds, k)
+    assert engine_results(collection.groups) == lockstep(env_id, OraclePolicy(), seeds, k)
     assert all(ep.success for ep in collection.episodes)
     assert max(policy.batch_sizes) > 1  # episodes that were ready together went together
 
