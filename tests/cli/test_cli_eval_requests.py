@@ -247,3 +247,25 @@ def test_native_tool_messages_pair_every_call_and_keep_images_and_bad_calls():
     ]
     # a malformed call stays the text the model wrote, answered by a user message
     assert out[5:] == msgs[3:]
+
+
+def test_a_dropped_connection_is_retried_once_the_server_was_reached():
+    from agentgym.agents.http import HTTPPolicy
+
+    calls: list[int] = []
+
+    def reply(body: dict[str, Any]) -> dict[str, Any]:
+        calls.append(1)
+        if len(calls) == 2:  # the second request's connection closes without an answer
+            raise ConnectionAbortedError("dropped by the test")
+        return move_up_or_echo(body)
+
+    with FakeOpenAI(reply) as server:
+        policy = HTTPPolicy(server.url, "m", backoff_s=0.0)
+        try:
+            first = policy.act([PolicyInput(messages=[{"role": "user", "content": "a"}])])
+            second = policy.act([PolicyInput(messages=[{"role": "user", "content": "b"}])])
+        finally:
+            policy.close()
+        assert [first[0].text, second[0].text] == ["echo a", "echo b"]
+        assert [b["messages"][-1]["content"] for b in _bodies(server)] == ["a", "b", "b"]
