@@ -81,7 +81,7 @@ def serve_mix(ports: list[int], max_sessions: int) -> None:
         for env_id, port in zip(ENVS.values(), ports, strict=True):
             app = create_app(env_id, limits=ServerLimits(max_sessions=max_sessions))
             if hasattr(runner, "_server"):  # today's: admission control included
-                srv = runner._server(app, "127.0.0.1", port, 1 << 20, None, 10.0)
+                srv = runner._server(app, "127.0.0.1", port, 1 << 20, None, 60.0)
             else:  # BASE's runner
                 srv = uvicorn.Server(runner._config(app, "127.0.0.1", port, 1 << 20))
             srv.install_signal_handlers = lambda: None  # type: ignore[method-assign]

@@ -57,6 +57,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="open connections allowed (default: the fd limit less an eighth, at least 64 "
         "fds kept free); past it the connection idle longest without a request is closed",
     )
+    p.add_argument(
+        "--header-timeout",
+        type=float,
+        default=60.0,
+        help="seconds a new connection has to send its request head",
+    )
     p.add_argument("--body-timeout", type=float, default=30.0, help="seconds an HTTP body may take")
     p.add_argument("--env-kwargs", default="{}", help="JSON keyword arguments for gym.make")
     p.set_defaults(func=run)
@@ -104,5 +110,6 @@ def run(args: argparse.Namespace) -> int:
         args.port,
         max_ws_bytes=args.max_body_bytes,
         max_connections=args.max_connections,
+        header_timeout_s=args.header_timeout,
     )
     return 0

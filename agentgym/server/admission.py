@@ -35,6 +35,10 @@ logger = logging.getLogger(__name__)
 LOG_EVERY_S = 10.0
 """How often one kind of event-loop error may be logged."""
 
+HEADER_TIMEOUT_S = 60.0
+"""Seconds a new connection has to send its request head (nginx's default too): generous,
+since a busy client may connect long before it writes; fd pressure is handled by eviction."""
+
 
 def fd_limit() -> int:
     """The process's soft ``RLIMIT_NOFILE`` (open files allowed)."""
@@ -71,7 +75,7 @@ class Admission:
         header_timeout_s: Seconds a new connection has to send a complete request head.
     """
 
-    def __init__(self, max_connections: int, header_timeout_s: float = 10.0):
+    def __init__(self, max_connections: int, header_timeout_s: float = HEADER_TIMEOUT_S):
         if max_connections < 1:
             raise ValueError(f"max_connections must be >= 1, got {max_connections}")
         self.max_connections = int(max_connections)

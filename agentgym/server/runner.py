@@ -9,6 +9,7 @@ from typing import Any
 
 from agentgym.error import DependencyMissingError, InvalidConfigError
 from agentgym.server.admission import (
+    HEADER_TIMEOUT_S,
     Admission,
     admitted_protocol,
     connection_cap,
@@ -70,7 +71,7 @@ def serve(
     port: int = 8000,
     max_ws_bytes: int = 1 << 20,
     max_connections: int | None = None,
-    header_timeout_s: float = 10.0,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
 ) -> None:
     """Serve ``app`` until interrupted (raising the soft fd limit to the hard one first).
 
@@ -96,7 +97,7 @@ class ServerThread:
         port: int = 0,
         max_ws_bytes: int = 1 << 20,
         max_connections: int | None = None,
-        header_timeout_s: float = 10.0,
+        header_timeout_s: float = HEADER_TIMEOUT_S,
     ):
         self.server = _server(app, host, port, max_ws_bytes, max_connections, header_timeout_s)
         self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
