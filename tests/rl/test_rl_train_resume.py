@@ -30,6 +30,7 @@ def _metric_rows(run: Path) -> list[dict[str, str]]:
         return []
 
 
+@pytest.mark.slow  # two training processes (~20 s)
 def test_ctrl_c_on_train_saves_a_checkpoint_that_resume_continues(tmp_path, capsys):
     run = tmp_path / "run"
     common = ["--env", ENV, "--algo", "grpo", "--tasks", "1", "--group-size", "2"]
@@ -56,6 +57,7 @@ def test_ctrl_c_on_train_saves_a_checkpoint_that_resume_continues(tmp_path, caps
     assert torch.load(run / "checkpoint.pt", weights_only=False)["iteration"] == done + 1
 
 
+@pytest.mark.slow  # two training processes (~20 s)
 def test_resume_after_a_hard_kill_says_which_iterations_are_trained_again(tmp_path, capsys):
     run = tmp_path / "run"
     common = ["--env", ENV, "--algo", "grpo", "--tasks", "1", "--group-size", "2"]
