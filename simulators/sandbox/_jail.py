@@ -502,7 +502,7 @@ class Worker:
             self.busy_uids.add(uid)
             start(req, reply, uid)
             return
-        if uid is None and sessions_only:
+        if uid is None and sessions_only and len(self.lineages) >= self.n_uids - 1:
             reply({"status": "full", "error": f"this worker already runs {self.n_uids - 1} "
                    "sessions (one uid each); close some or add workers"})  # fmt: skip
             return
@@ -516,6 +516,16 @@ class Worker:
         while self.waiting:
             req, reply, start, sessions_only, until = self.waiting[0]
             uid = self._free_uid(sessions_only)
+            if uid is None and sessions_only and len(self.lineages) >= self.n_uids - 1:
+                self.waiting.popleft()  # every uid is a live session's, not one being freed
+                reply(
+                    {
+                        "status": "full",
+                        "error": f"this worker already runs "
+                        f"{self.n_uids - 1} sessions (one uid each); close some or add workers",
+                    }
+                )
+                continue
             if uid is not None and self._room():
                 self.waiting.popleft()
                 self.busy_uids.add(uid)

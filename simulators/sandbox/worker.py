@@ -408,13 +408,15 @@ class _NoAnswer(Exception):
 
 
 class _Slot:
-    """Where a reply that its caller waits for lands (lighter than a Future)."""
+    """Where a reply that its caller waits for lands (lighter than a Future), with the bell
+    that wakes that caller alone."""
 
-    __slots__ = ("error", "reply")
+    __slots__ = ("bell", "error", "reply")
 
     def __init__(self) -> None:
         self.reply: dict[str, Any] | None = None
         self.error: WorkerCrashedError | None = None
+        self.bell: threading.Lock | None = None
 
     def done(self) -> bool:
         return self.reply is not None or self.error is not None
@@ -425,20 +427,15 @@ class _Slot:
         assert self.reply is not None
         return self.reply
 
-    def set_result(self, reply: dict[str, Any]) -> None:
-        self.reply = reply
-
-    def set_exception(self, exc: WorkerCrashedError) -> None:
-        self.error = exc
-
 
 class _Channel:
     """The request/reply pipes of one worker process (one generation).
 
-    Replies carry their request's id and come in the order runs finish. Whoever waits for a
-    reply reads the pipe itself when no one else is reading (so a lone caller gets its reply
-    without a thread hand-off) and hands out the replies it reads for others; a background
-    thread reads only for futures that nobody waits on (``submit``).
+    Replies carry their request's id and come in the order runs finish. A caller waiting for
+    a reply reads the pipe itself when no one else is reading (a lone caller gets its reply
+    without a thread hand-off), and hands out what it reads: each reply wakes its own caller
+    only, and a reader that got its reply passes the reading on to one sleeping caller. A
+    background thread reads only for futures that nobody waits on (``submit``).
     """
 
     def __init__(self, proc: subprocess.Popen[bytes], name: str):
@@ -448,11 +445,13 @@ class _Channel:
         self.pending: dict[int, Future[dict[str, Any]] | _Slot] = {}
         self.ids = itertools.count(1)
         self.send_lock = threading.Lock()
-        self.cv = threading.Condition()
+        self.lock = threading.Lock()
+        """Guards ``reading``, ``sleeping`` and ``unwaited``."""
         self.reading = False
+        self.sleeping: dict[_Slot, None] = {}
+        """Callers blocked until their bell rings, oldest first."""
         self.unwaited = 0
-        self.sleepers = 0
-        """Callers blocked in ``wait`` (waking threads costs: notify only when one waits)."""
+        self.wake_background = threading.Event()
         self.heard = time.monotonic()
         """When the worker last sent a reply (to anyone)."""
         self.dead: WorkerCrashedError | None = None
@@ -474,9 +473,10 @@ class _Channel:
             rid = next(self.ids)
             self.pending[rid] = fut
             if isinstance(fut, Future):
-                with self.cv:
+                with self.lock:
                     self.unwaited += 1
-                    self.cv.notify_all()
+                    if not self.reading:
+                        self.wake_background.set()
                 fut.add_done_callback(self._unwaited_done)
             frames.append({**msg, "id": rid})
             try:
@@ -484,42 +484,87 @@ class _Channel:
                 self.stdin.flush()
             except (BrokenPipeError, OSError, ValueError) as exc:
                 self.pending.pop(rid, None)
-                if not fut.done():
-                    fut.set_exception(WorkerCrashedError(f"sandbox worker is gone: {exc}"))
+                self._settle(fut, error=WorkerCrashedError(f"sandbox worker is gone: {exc}"))
                 raise WorkerCrashedError(f"sandbox worker is gone: {exc}") from exc
         return fut
 
     def _unwaited_done(self, _: Future[dict[str, Any]]) -> None:
-        with self.cv:
+        with self.lock:
             self.unwaited -= 1
 
-    def wait(self, fut: _Slot, patience: float) -> dict[str, Any]:
-        """The reply of ``fut``, reading the pipe when no other thread is reading it.
+    def _settle(
+        self,
+        fut: Future[dict[str, Any]] | _Slot,
+        reply: dict[str, Any] | None = None,
+        error: WorkerCrashedError | None = None,
+    ) -> None:
+        """Deliver a reply (or an error) and wake the one caller waiting for it."""
+        if isinstance(fut, Future):
+            if not fut.done():
+                if error is not None:
+                    fut.set_exception(error)
+                else:
+                    fut.set_result(reply or {})
+            return
+        if error is not None:
+            fut.error = error
+        else:
+            fut.reply = reply
+        self._ring(fut)
+
+    def _ring(self, slot: _Slot) -> None:
+        with self.lock:
+            asleep = self.sleeping.pop(slot, False) is None
+        if asleep:
+            assert slot.bell is not None
+            slot.bell.release()
+
+    def wait(self, slot: _Slot, patience: float) -> dict[str, Any]:
+        """The reply of ``slot``, reading the pipe when no other thread is reading it.
 
         Raises ``_NoAnswer`` once the worker has sent nothing at all for ``patience`` seconds
         (counted from this call at the earliest).
         """
         since = time.monotonic()
         while True:
-            with self.cv:
-                while not fut.done() and self.reading:
-                    left = max(self.heard, since) + patience - time.monotonic()
-                    if left <= 0:
-                        raise _NoAnswer
-                    self.sleepers += 1
-                    try:
-                        self.cv.wait(left)
-                    finally:
-                        self.sleepers -= 1
-                if fut.done():
-                    return fut.result()
-                self.reading = True
-            try:
-                self._read_until(fut.done, patience, since)
-            finally:
-                with self.cv:
-                    self.reading = False
-                    self._wake()
+            with self.lock:
+                if slot.done():
+                    return slot.result()
+                read = not self.reading
+                if read:
+                    self.reading = True
+                else:
+                    if slot.bell is None:
+                        slot.bell = threading.Lock()
+                        slot.bell.acquire()
+                    self.sleeping[slot] = None
+            if read:
+                try:
+                    self._read_until(slot.done, patience, since)
+                finally:
+                    self._stop_reading()
+                continue
+            assert slot.bell is not None
+            left = max(self.heard, since) + patience - time.monotonic()
+            rung = left > 0 and slot.bell.acquire(timeout=left)
+            if not rung:
+                with self.lock:
+                    self.sleeping.pop(slot, None)
+                if not slot.done() and time.monotonic() >= max(self.heard, since) + patience:
+                    raise _NoAnswer
+
+    def _stop_reading(self) -> None:
+        """Give up the pipe: to the oldest sleeping caller, else to the background thread."""
+        with self.lock:
+            self.reading = False
+            nxt = next(iter(self.sleeping), None)
+            if nxt is not None:
+                del self.sleeping[nxt]
+            elif self.unwaited > 0:
+                self.wake_background.set()
+        if nxt is not None:
+            assert nxt.bell is not None
+            nxt.bell.release()
 
     def _read_until(self, done: Any, patience: float | None, since: float = 0.0) -> None:
         """Read and hand out replies until ``done()``; on a dead pipe fail every future."""
@@ -539,17 +584,8 @@ class _Channel:
                 return
             self.heard = time.monotonic()
             fut = self.pending.pop(reply.pop("id", None), None)
-            if fut is not None and not fut.done():
-                fut.set_result(reply)
-            if self.sleepers:
-                with self.cv:
-                    self.cv.notify_all()
-
-    def _wake(self) -> None:
-        """Wake those who may now read or have their reply (caller holds ``cv``): the
-        blocked callers, and the background reader when unwaited futures are left."""
-        if self.sleepers or self.unwaited > 0:
-            self.cv.notify_all()
+            if fut is not None:
+                self._settle(fut, reply)
 
     def _fail(self, exc: WorkerCrashedError) -> None:
         with self.send_lock:
@@ -557,26 +593,28 @@ class _Channel:
             owed = list(self.pending.values())
             self.pending.clear()
         for fut in owed:
-            if not fut.done():
-                fut.set_exception(exc)
-        with self.cv:
-            self.cv.notify_all()
+            self._settle(fut, error=exc)
+        with self.lock:
+            asleep = list(self.sleeping)
+            self.sleeping.clear()
+        for slot in asleep:  # callers still waiting for the pipe: they see the error
+            assert slot.bell is not None
+            slot.bell.release()
+        self.wake_background.set()
 
     def _background(self) -> None:
         """Read for futures nobody waits on, whenever no waiting caller is reading."""
         while self.dead is None:
-            with self.cv:
-                while self.dead is None and (self.reading or self.unwaited <= 0):
-                    self.cv.wait()
-                if self.dead is not None:
-                    return
+            self.wake_background.wait()
+            self.wake_background.clear()
+            with self.lock:
+                if self.dead is not None or self.reading or self.unwaited <= 0:
+                    continue
                 self.reading = True
             try:
                 self._read_until(lambda: self.unwaited <= 0 or self.dead is not None, None)
             finally:
-                with self.cv:
-                    self.reading = False
-                    self._wake()
+                self._stop_reading()
 
     def close_input(self) -> None:
         """Close our end of the request pipe: the worker exits when it sees that."""
