@@ -32,15 +32,23 @@ def dumps(payload: Any) -> str:
 
 
 def dumps_bytes(payload: Any) -> bytes:
-    """:func:`dumps` as UTF-8 bytes: orjson when installed (several times faster), else, and
-    for what orjson refuses (lone surrogates, non-string keys), the standard library."""
+    """:func:`dumps` as UTF-8 bytes: orjson when installed (several times faster; it writes
+    numpy values, tuples and non-finite floats the way :func:`jsonable` makes them), else, and
+    for what orjson refuses (lone surrogates, keys it cannot write), the standard library."""
     if orjson is not None:
         try:
-            return orjson.dumps(payload)
+            return orjson.dumps(payload, default=_orjson_default, option=orjson.OPT_NON_STR_KEYS)
         except TypeError:  # orjson.JSONEncodeError: a lone surrogate, a key it cannot write
             pass
-    text = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    text = json.dumps(jsonable(payload), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return safe_text(text).encode("utf-8")
+
+
+def _orjson_default(obj: Any) -> Any:
+    """What orjson cannot write itself, as :func:`jsonable` writes it."""
+    if isinstance(obj, np.ndarray | np.generic):
+        return jsonable(obj)
+    return str(obj)
 
 
 def loads(raw: str | bytes) -> Any:
@@ -99,9 +107,9 @@ def jsonable(obj: Any) -> Any:
     if isinstance(obj, list | tuple):
         return [jsonable(v) for v in obj]
     if isinstance(obj, np.ndarray):
-        return obj.tolist() if obj.size <= 4096 else f"<array {obj.shape} {obj.dtype}>"
+        return jsonable(obj.tolist()) if obj.size <= 4096 else f"<array {obj.shape} {obj.dtype}>"
     if isinstance(obj, np.generic):
-        return obj.item()
+        return jsonable(obj.item())  # a NaN float64 is a NaN float
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     if obj is None or isinstance(obj, str | int | float | bool):
@@ -139,7 +147,7 @@ def reset_payload(session: Session, timed: Timed[SessionStart]) -> dict[str, Any
         "info": out.info,
         "episode_id": session.id,
     }
-    return {"observation": jsonable(obs), "reward": None, "done": False, "timing": _timing(timed)}
+    return {"observation": obs, "reward": None, "done": False, "timing": _timing(timed)}
 
 
 def step_payload(session: Session, timed: Timed[SessionTurn]) -> dict[str, Any]:
@@ -153,8 +161,8 @@ def step_payload(session: Session, timed: Timed[SessionTurn]) -> dict[str, Any]:
         "episode_id": session.id,
     }
     return {
-        "observation": jsonable(obs),
-        "reward": jsonable(out.reward),
+        "observation": obs,
+        "reward": out.reward,
         "done": out.done,
         "timing": _timing(timed),
     }
@@ -163,15 +171,13 @@ def step_payload(session: Session, timed: Timed[SessionTurn]) -> dict[str, Any]:
 def state_payload(session: Session, env_id: str) -> dict[str, Any]:
     """The ``/state`` answer: episode id, step count, task, state key, totals."""
     t = session.text
-    return jsonable(
-        {
-            "episode_id": session.id,
-            "step_count": session.step_count,
-            "env_id": env_id,
-            "task_id": t.info.get("task_id"),
-            "state_key": t.info.get("state_key"),
-            "done": t.done,
-            "total_reward": t.total_reward,
-            "success": t.success,
-        }
-    )
+    return {
+        "episode_id": session.id,
+        "step_count": session.step_count,
+        "env_id": env_id,
+        "task_id": t.info.get("task_id"),
+        "state_key": t.info.get("state_key"),
+        "done": t.done,
+        "total_reward": t.total_reward,
+        "success": t.success,
+    }
