@@ -6,7 +6,9 @@ session. Where env work (build, reset, step, close) runs depends on the env:
 
 * envs that declare ``metadata["blocking"] = False`` (pure-Python worlds: the grid games, the
   template users, the text-mode web sites) run inline on the event loop: a step costs
-  microseconds, less than a hand-off to a thread would;
+  microseconds, less than a hand-off to a thread would. If inline calls prove slow (over a
+  fifth of a window of 50 take more than 5 ms of CPU), the env's calls move to the threads,
+  where the loop keeps serving other sessions between GIL switches;
 * every other env (the default: sandboxes, browsers, anything that may wait) runs on the
   bounded threads of a :class:`~agentgym.server.scheduler.FairScheduler`, so one slow env
   never stalls the others.
@@ -95,6 +97,14 @@ class ServerLimits:
 DEFAULT_MAX_WORKERS = 256
 """Threads for blocking env calls when ``step_workers`` is not given."""
 
+INLINE_SLOW_S = 0.005
+"""An inline call longer than this (one GIL switch interval) holds up every other session."""
+INLINE_WINDOW, INLINE_SLOW_SHARE = 50, 0.2
+"""Inline calls are judged in windows of ``INLINE_WINDOW``: when more than
+``INLINE_SLOW_SHARE`` of a window's calls were slow, the env is CPU-heavy though it never
+waits (e.g. a text-mode web page rebuilt per step), and its calls move to the threads, where
+the event loop keeps answering other sessions (and WebSocket pings) between GIL switches."""
+
 
 _TRUSTED_WRAPPERS = ("gymnasium.", "agentgym.")
 
@@ -142,6 +152,8 @@ class SessionManager:
             spare=limits.max_sessions,
         )
         self.builds_inline: bool | None = None  # unknown until the first env is built
+        self.inline_ok = True  # False once inline calls proved slow (see INLINE_SLOW_S)
+        self._inline_calls = self._inline_slow = 0
         self._probe: asyncio.Future[None] | None = None  # the first build, while it runs
         self.envs_built = 0
         self.envs_closed = 0
@@ -234,7 +246,7 @@ class SessionManager:
         if self.builds_inline is None:
             probe = self._probe = loop.create_future()
         try:
-            if self.builds_inline:
+            if self.builds_inline and self.inline_ok:
                 timed = self._inline(self._build)
             else:
                 timed = await self.scheduler.run(
@@ -297,7 +309,7 @@ class SessionManager:
             if session.closed:
                 return
             session.closed = True
-            if session.inline:
+            if session.inline and self.inline_ok:
                 self._close_text(session.text)
                 return
             with contextlib.suppress(CallTimeout):
@@ -360,15 +372,31 @@ class SessionManager:
                 "episode_id",
             )
 
-    @staticmethod
-    def _inline(fn: Callable[..., T], *args: Any) -> Timed[T]:
-        """``fn(*args)`` on the event loop, timed (for envs that never block)."""
+    def _inline(self, fn: Callable[..., T], *args: Any) -> Timed[T]:
+        """``fn(*args)`` on the event loop, timed (for envs that never block); judges whether
+        inline calls stay quick enough (see ``INLINE_SLOW_S``)."""
         started = time.monotonic()
-        value = fn(*args)
-        return Timed(value, 0.0, time.monotonic() - started)
+        try:
+            value = fn(*args)
+        finally:
+            run_s = time.monotonic() - started
+            self._inline_calls += 1
+            self._inline_slow += run_s > INLINE_SLOW_S
+            if self._inline_calls >= INLINE_WINDOW:
+                if self._inline_slow > INLINE_SLOW_SHARE * self._inline_calls:
+                    self.inline_ok = False
+                    logger.warning(
+                        "agentgym serve: %d of %d inline env calls took over %g ms; "
+                        "running this env's calls on worker threads from now on",
+                        self._inline_slow,
+                        self._inline_calls,
+                        INLINE_SLOW_S * 1e3,
+                    )
+                self._inline_calls = self._inline_slow = 0
+        return Timed(value, 0.0, run_s)
 
     async def _call(self, session: Session, fn: Callable[..., T], *args: Any) -> Timed[T]:
-        if session.inline:
+        if session.inline and self.inline_ok:
             return self._inline(fn, *args)
         try:
             return await self.scheduler.run(

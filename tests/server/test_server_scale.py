@@ -156,3 +156,26 @@ def test_the_fast_codec_and_the_stdlib_fallback_write_the_same_json(monkeypatch)
     slow = payloads.dumps_bytes(value)
     assert json.loads(fast) == json.loads(slow) == want
     assert payloads.dumps({"s": "a\ud800b"}) == '{"s":"a\ufffdb"}'  # never fails to encode
+
+
+class _SlowButNeverWaits(gymnasium.Wrapper):
+    """Says it never blocks, yet each step holds the CPU (sleep stands in for the work)."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.metadata = {**env.metadata, "blocking": False}
+
+    def step(self, action):
+        time.sleep(0.02)
+        return self.env.step(action)
+
+
+def test_an_inline_env_whose_calls_prove_slow_moves_to_the_threads():
+    factory = lambda: TextSession(_SlowButNeverWaits(gymnasium.make(ENV_ID)))  # noqa: E731
+    app = create_app(ENV_ID, session_factory=factory)
+    with ServerThread(app) as srv:
+        (stats,) = asyncio.run(run_clients([ClientPlan(srv.url, steps=70, seed=3)]))
+        manager = app.state.manager
+        assert not stats.errors and len(stats.step_s) == 70
+        assert manager.inline_ok is False  # judged after a window of 50 inline calls
+        assert manager.scheduler.calls >= 70 - 50  # the rest ran on threads
