@@ -277,10 +277,13 @@ def test_code_with_a_lone_surrogate_gets_a_syntax_error_not_a_compiler_traceback
         assert r.stderr == f"SyntaxError: line {line}: {note}\n", r.stderr
 
 
-def test_the_worker_weighs_as_many_processes_as_it_runs_cells(one: SandboxPool) -> None:
+def test_the_worker_weighs_one_process_per_running_cell_up_to_one_per_cpu(
+    one: SandboxPool,
+) -> None:
     """Against the host's other processes, a worker's cpu group weighs one process per
-    running cell (inside it, sessions get equal shares): one group for all sessions would
-    otherwise give every cell of the sandbox together one process's share of a busy host."""
+    running cell, up to one per CPU (inside it, sessions get equal shares): one group for all
+    sessions would give every cell of the sandbox together one process's share of a busy
+    host; a weight per cell without a cap would let spinning cells starve the env driver."""
     import time
 
     (shares_file,) = [
@@ -297,12 +300,14 @@ def test_the_worker_weighs_as_many_processes_as_it_runs_cells(one: SandboxPool) 
             time.sleep(0.01)
         return shares()
 
+    cpus = os.cpu_count() or 1
     assert wait_for(1024) == 1024
-    sessions = _sessions(one, 3)
+    sessions = _sessions(one, cpus + 1)
     try:
         t = threading.Thread(target=_run_together, args=(sessions, "time.sleep(3)"))
         t.start()
-        assert wait_for(3 * 1024) == 3 * 1024
+        assert wait_for(1024 * cpus) == 1024 * cpus
+        assert shares() == 1024 * cpus  # cpus + 1 cells run: still one process per CPU
         t.join()
         assert wait_for(1024) == 1024
     finally:
