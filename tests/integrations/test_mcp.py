@@ -17,6 +17,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -263,14 +264,16 @@ def cli_http_url() -> Iterator[str]:
         assert f"127.0.0.1:{port}/mcp" in line, line
         url = f"http://127.0.0.1:{port}/mcp"
         with httpx.Client() as client:
-            for _ in range(500):  # wait until uvicorn accepts connections
+            deadline = time.monotonic() + 120.0  # uvicorn may start slowly on a busy machine
+            while True:  # wait until uvicorn accepts connections
                 if proc.poll() is not None:
                     raise AssertionError(f"server exited: {proc.stderr.read()}")
                 with contextlib.suppress(httpx.TransportError):
-                    client.get(url, timeout=1.0)
+                    client.get(url, timeout=5.0)
                     break
-            else:
-                raise AssertionError("server never accepted a connection")
+                if time.monotonic() > deadline:
+                    raise AssertionError("server never accepted a connection")
+                time.sleep(0.05)
         yield url
     finally:
         proc.terminate()

@@ -82,9 +82,14 @@ def test_resume_after_a_hard_kill_says_which_iterations_are_trained_again(tmp_pa
 
 
 def test_sigint_deferred_delivers_the_interrupt_after_the_block():
-    done = []
-    with pytest.raises(KeyboardInterrupt), sigint_deferred():
-        os.kill(os.getpid(), signal.SIGINT)
-        done.append("finished")
-    assert done == ["finished"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # other libraries loaded in this process may have installed their own handler
+    original = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        done = []
+        with pytest.raises(KeyboardInterrupt), sigint_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            done.append("finished")
+        assert done == ["finished"]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, original)
