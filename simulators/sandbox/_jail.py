@@ -21,6 +21,7 @@ are compared with the expected values by the host, never inside the jail.
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
 import errno
 import gc
@@ -377,6 +378,16 @@ class Worker:
             c: p for c, p in (cfg.get("cgroups") or {}).items() if os.path.isdir(p)
         }
         self.sel = selectors.DefaultSelector()
+        #: the worker cgroups' usage and limit files, kept open (read with pread)
+        self.stat_fds: dict[str, int] = {}
+        for controller, names in (("pids", ("pids.current", "pids.max")),
+                                  ("memory", ("memory.usage_in_bytes", "memory.limit_in_bytes"))):  # fmt: skip
+            root = self.cgroup_roots.get(controller)
+            for name in names if root else ():
+                with contextlib.suppress(OSError):
+                    self.stat_fds[name] = os.open(
+                        os.path.join(root, name), os.O_RDONLY | os.O_CLOEXEC
+                    )
         self.timers: list[_Timer] = []
         #: runs and new sessions waiting for memory, pids or a uid
         self.waiting: collections.deque = collections.deque()
@@ -478,24 +489,20 @@ class Worker:
 
     def _room(self) -> bool:
         """Whether the worker's cgroups have room for one more process tree."""
-        pids = self.cgroup_roots.get("pids")
-        if pids is not None:
-            try:
-                current = int(_read(os.path.join(pids, "pids.current")))
-                limit = _read(os.path.join(pids, "pids.max")).strip()
-                if limit != "max" and current + 8 > int(limit):
+        stat = self.stat_fds
+        try:
+            if "pids.max" in stat:
+                limit = os.pread(stat["pids.max"], 32, 0).strip()
+                current = int(os.pread(stat["pids.current"], 32, 0))
+                if limit != b"max" and current + 8 > int(limit):
                     return False
-            except (OSError, ValueError):
-                pass
-        mem = self.cgroup_roots.get("memory")
-        if mem is not None:
-            try:
-                usage = int(_read(os.path.join(mem, "memory.usage_in_bytes")))
-                limit_b = int(_read(os.path.join(mem, "memory.limit_in_bytes")))
+            if "memory.limit_in_bytes" in stat:
+                usage = int(os.pread(stat["memory.usage_in_bytes"], 32, 0))
+                limit_b = int(os.pread(stat["memory.limit_in_bytes"], 32, 0))
                 if usage + min(256 << 20, limit_b // 8) > limit_b:
                     return False
-            except (OSError, ValueError):
-                pass
+        except (OSError, ValueError):
+            pass
         return True
 
     def _admit(self, req: dict, reply, start, sessions_only: bool, wait: float) -> None:
