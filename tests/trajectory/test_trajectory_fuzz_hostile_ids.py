@@ -1,8 +1,8 @@
 """Every registered id, hostile model output, recorded, viewed, exported and replayed (issue 23).
 
-For each single-agent id (browser ids excepted: their ``*Text`` twins run the same sites
-without Chromium), hypothesis writes a few turns full of what models really emit when they
-go wrong: lone surrogates (raw and as JSON escapes), NULs, arrays nested thousands deep,
+For each single-agent id, hypothesis writes a few turns full of what models really emit
+when they go wrong (browser ids get only the fixed turns that hold every value once, as
+Chromium makes more examples too slow; their ``*Text`` twins get the hypothesis examples): lone surrogates (raw and as JSON escapes), NULs, arrays nested thousands deep,
 numbers too large for any type, unclosed tags, and calls to the env's own tools with such
 values in every argument. Each turn goes through ``Record``; the file then goes through
 ``agentgym view``, ``export`` and ``replay``. Nothing may raise, replay must report every
@@ -165,3 +165,15 @@ def test_hostile_turns_record_view_export_and_replay(env_id: str):
             _check_file(path)
 
     run()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("env_id", sorted(BROWSER_ONLY))
+def test_browser_ids_take_every_hostile_value_through_record_and_replay(env_id: str):
+    """The browser twins get the fixed turns holding every hostile value once (Chromium makes
+    hypothesis's extra examples too slow for CI); replay re-runs them in a real browser."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "fuzz.agtr"
+        _record(env_id, 7, kitchen_sink(_tools(env_id)), path)
+        _check_file(path)
