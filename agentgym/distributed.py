@@ -346,8 +346,9 @@ class RayEnvPool:
             logger.warning("agentgym: cannot read Ray's actor table (%s); no replacement", exc)
             return False
         # A call just failed on this actor: "ALIVE" is news that has not reached the table
-        # yet (the process is gone), so look again for a moment.
-        for _ in range(40):
+        # yet (the process is gone), so look again for a while (up to 10 s: on a loaded
+        # machine the table took more than 2 s to learn of a kill).
+        for _ in range(200):
             try:
                 info = state.actors(actor_id=actor_id) or {}
             except Exception as exc:
