@@ -370,8 +370,11 @@ class Worker:
         os.makedirs(self.work_root, mode=0o711, exist_ok=True)
         self.counter = 0
         self.sessions: dict[str, dict] = {}
-        #: one lineage per session uid: a session and its forks share uid, dir and cgroups
+        #: one lineage per session uid: a session and its forks share uid, dir and cgroups;
+        #: its "members" map each of its sessions' pids to the session
         self.lineages: dict[int, dict] = {}
+        #: every session by its process id (the sweep and fork checks look pids up here)
+        self.session_pids: dict[int, dict] = {}
         #: uids in use: by a lineage, a one-shot run, or leftovers still being killed
         self.busy_uids: set[int] = set()
         self.cgroup_roots: dict[str, str] = {
@@ -894,12 +897,17 @@ class Worker:
         self.children.add(pid)
         sid = f"s{self.counter}"
         self.lineages[uid] = {"dir": root, "cg": cg, "pids_fd": _open_counter(cg),
-                              "queue": collections.deque(), "busy": False}  # fmt: skip
-        self.sessions[sid] = {
+                              "queue": collections.deque(), "busy": False, "members": {}}  # fmt: skip
+        self._add_session({
             "sid": sid, "pid": pid, "pidfd": _pidfd(pid), "uid": uid, "workdir": workdir, "ctl": ours,
             "out": out_r, "err": err_r, "limits": limits, "buf": bytearray(), "watch": None,
-        }  # fmt: skip
+        })  # fmt: skip
         reply({"sid": sid})
+
+    def _add_session(self, s: dict) -> None:
+        self.sessions[s["sid"]] = s
+        self.lineages[s["uid"]]["members"][s["pid"]] = s
+        self.session_pids[s["pid"]] = s
 
     def _session(self, req: dict) -> dict | None:
         return self.sessions.get(req.get("sid", ""))
@@ -1038,7 +1046,7 @@ class Worker:
         lineage = self.lineages.get(uid)
         if lineage is None:
             return ""
-        members = {v["pid"]: v for v in self.sessions.values() if v["uid"] == uid}
+        members = dict(lineage["members"])  # a copy: dropping a session below must not change it
         cg = lineage["cg"]
         notes = []
         counter = lineage.get("pids_fd")
@@ -1180,11 +1188,11 @@ class Worker:
             child_ctl.setblocking(False)
             for fd in got_fds[1:]:
                 os.set_blocking(fd, False)
-            self.sessions[sid] = {
+            self._add_session({
                 "sid": sid, "pid": pid, "pidfd": pidfd, "uid": s["uid"], "workdir": workdir,
                 "ctl": child_ctl, "out": got_fds[1], "err": got_fds[2], "limits": s["limits"],
                 "buf": bytearray(), "watch": None,
-            }  # fmt: skip
+            })  # fmt: skip
             self._signal(self.sessions[sid], signal.SIGSTOP)
             out["fork_sid"] = sid
 
@@ -1197,7 +1205,7 @@ class Worker:
         )
 
     def _is_fork_of(self, pid: int, parent: dict) -> bool:
-        if any(v["pid"] == pid for v in self.sessions.values()) or pid == os.getpid():
+        if pid in self.session_pids or pid == os.getpid():
             return False
         try:
             with open(f"/proc/{pid}/status") as fh:
@@ -1217,10 +1225,13 @@ class Worker:
         reply({"status": "ok"})
 
     def _drop_session(self, s: dict) -> None:
-        sid = next((k for k, v in self.sessions.items() if v is s), None)
-        if sid is None:
+        sid = s["sid"]
+        if self.sessions.get(sid) is not s:
             return
         del self.sessions[sid]
+        uid = s["uid"]
+        self.lineages[uid]["members"].pop(s["pid"], None)
+        self.session_pids.pop(s["pid"], None)
         pidfd = s.get("pidfd")
         if pidfd is not None:
             try:  # noqa: SIM105
@@ -1239,8 +1250,7 @@ class Worker:
                 pass
         s["ctl"].close()
         shutil.rmtree(s["workdir"], ignore_errors=True)
-        uid = s["uid"]
-        if not any(o["uid"] == uid for o in self.sessions.values()):
+        if not self.lineages[uid]["members"]:
             lineage = self.lineages.pop(uid, None)
             if lineage is not None:
                 if lineage.get("pids_fd") is not None:
