@@ -118,7 +118,7 @@ class Row:
 
 def _lockstep(env_id: str, url: str, server: FakeLLMServer, n: int, calls: int) -> Row:
     clock = EnvClock()
-    policy = LockstepHTTP(AsyncHTTPPolicy(url, "fake", max_connections=n))
+    policy = LockstepHTTP(AsyncHTTPPolicy(url, "fake", max_connections=n, tool_messages="text"))
     seeds = itertools.count()
     row = Row()
     with EnvPool([lambda: TimedEnv(gym.make(env_id), clock)] * n, max_workers=min(n, 64)) as pool:
@@ -150,7 +150,7 @@ def _engine(env_id: str, url: str, server: FakeLLMServer, n: int, calls: int, pa
     target = n // GROUP // (2 if partial else 1)
     engine = RolloutEngine(
         source,
-        AsyncHTTPPolicy(url, "fake", max_connections=n),
+        AsyncHTTPPolicy(url, "fake", max_connections=n, tool_messages="text"),
         itertools.count(),
         RolloutConfig(group_size=GROUP, max_in_flight=n, partial=partial),
     )

@@ -18,6 +18,8 @@ Request threads are daemon threads and nothing waits for a request in flight on
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
 import logging
 import queue
@@ -47,21 +49,23 @@ class PolicyRequestError(AgentGymError, RuntimeError):
         self.status = status
 
 
-def retry_delay(attempt: int, header: str | None = None, base_s: float = 1.0) -> float:
+def retry_delay(
+    attempt: int, header: str | None = None, base_s: float = 1.0, cap_s: float = 30.0
+) -> float:
     """Seconds to wait before retry ``attempt`` (0-based).
 
     The server's ``Retry-After`` (seconds) when it sent one, else exponential backoff
-    ``base_s * 2**attempt`` (1, 2, 4, 8... s); never more than 30 s.
+    ``base_s * 2**attempt`` (1, 2, 4, 8... s); never more than ``cap_s``.
 
-    >>> [retry_delay(a) for a in range(6)], retry_delay(0, "3")
-    ([1.0, 2.0, 4.0, 8.0, 16.0, 30.0], 3.0)
+    >>> [retry_delay(a) for a in range(6)], retry_delay(0, "3"), retry_delay(9, None, 1.0, 8.0)
+    ([1.0, 2.0, 4.0, 8.0, 16.0, 30.0], 3.0, 8.0)
     """
     backoff = base_s * 2.0**attempt
     try:
         wait = float(header) if header else backoff
     except ValueError:  # an HTTP date: not worth parsing for a retry
         wait = backoff
-    return min(max(wait, 0.0), 30.0)
+    return min(max(wait, 0.0), cap_s)
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -227,31 +231,15 @@ class _DaemonWorkers:
         self._threads = []
 
 
-class HTTPPolicy:
-    """Chat completions over HTTP.
+class ChatCompletions:
+    """The request side of an OpenAI-compatible chat-completions server, written once.
 
-    Args:
-        base_url: e.g. ``http://127.0.0.1:8000/v1`` (``/chat/completions`` is appended).
-        model: the served model name.
-        api_key: sent as ``Authorization: Bearer ...`` when given.
-        send_tools: pass the env's ``info["tools"]`` as OpenAI ``tools``.
-        temperature: sampling temperature (``agentgym eval`` sets 0 for its greedy mode).
-        top_p: nucleus-sampling mass, sent as ``top_p`` when given.
-        max_tokens: generation budget of one reply.
-        logprobs: ask for token logprobs.
-        timeout: seconds to wait for one reply.
-        max_concurrency: requests in flight at once (one :meth:`act` batch is sent together).
-        retries: how often a request is retried when the server answers 429 (rate limit) or
-            any 5xx, or (once the server has answered at all) the connection fails; after
-            ``Retry-After`` or ``backoff_s`` * 1, 2, 4... s (at most 30 s). A server that
-            was never reached fails at once: it is most likely a wrong address.
-        backoff_s: the first retry's wait when the server gives no ``Retry-After``.
-        extra_body: merged into every request last, so it may set any field (e.g.
-            ``{"chat_template_kwargs": {"enable_thinking": False}}`` for vLLM/SGLang).
-        tool_messages: how past tool calls are sent: ``"native"`` (assistant ``tool_calls``
-            and ``role: tool`` replies, see :func:`native_tool_messages`), ``"text"`` (as
-            the model wrote them, the env's reply as a user message), or ``"auto"``
-            (native until the server refuses them with HTTP 400/422, then text).
+    Builds the request body, decides which failures are retried and how long to wait,
+    switches past tool calls to text when the server refuses native ones, and turns the
+    reply into a :class:`~agentgym.agents.base.Generation`. Two transports use it:
+    :meth:`request` (a blocking ``httpx.Client``, for :class:`HTTPPolicy`'s threads) and
+    :meth:`arequest` (an ``httpx.AsyncClient`` per event loop, for the rollout engine's
+    :class:`~agentgym.rollout.AsyncHTTPPolicy`). The arguments are :class:`HTTPPolicy`'s.
     """
 
     #: HTTP statuses that say "try again later" rather than "this request is wrong" (and 5xx).
@@ -272,6 +260,7 @@ class HTTPPolicy:
         max_concurrency: int = 16,
         retries: int = 4,
         backoff_s: float = 1.0,
+        max_backoff_s: float = 30.0,
         extra_body: Mapping[str, Any] | None = None,
         tool_messages: ToolMessages = "auto",
     ):
@@ -279,10 +268,11 @@ class HTTPPolicy:
             import httpx
         except ImportError as exc:
             raise DependencyMissingError(
-                "httpx (needed by HTTPPolicy)", "pip install httpx"
+                f"httpx (needed by {type(self).__name__})", "pip install httpx"
             ) from exc
         if tool_messages not in ("auto", "native", "text"):
             raise ValueError(f"tool_messages must be auto, native or text, got {tool_messages!r}")
+        self._httpx = httpx
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.temperature = temperature
@@ -292,14 +282,20 @@ class HTTPPolicy:
         self.logprobs = logprobs
         self.retries = retries
         self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.max_concurrency = max_concurrency
         self.extra_body = dict(extra_body or {})
         self.tool_messages: ToolMessages = tool_messages
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(timeout=timeout, headers=headers)
-        self._workers = _DaemonWorkers(max_concurrency)
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._timeout = timeout
+        self._sync_client: Any = None
+        self._async_client: Any = None
+        self._async_loop: asyncio.AbstractEventLoop | None = None
         self._reached = False  # the server has answered once: connection errors are retried
-        self._in_flight = 0
-        self._lock = threading.Lock()
+        self.retried = 0
+        """Requests sent again after a 429/5xx or a failed connection (all time)."""
+
+    # ---- the request, its retries and its reply (shared) -------------------------------
 
     def _body(self, item: PolicyInput, native: bool) -> dict[str, Any]:
         messages = native_tool_messages(item.messages) if native else list(item.messages)
@@ -321,38 +317,32 @@ class HTTPPolicy:
     def _retryable(self, status: int) -> bool:
         return status in self.RETRY_STATUSES or status >= 500
 
-    def _post(self, body: dict[str, Any]) -> Any:
-        """POST with retries (see the class docstring); the last response."""
-        import httpx
-
-        for attempt in range(self.retries + 1):
-            try:
-                resp = self._client.post(self.url, json=body)
-            except httpx.TransportError as exc:
-                if not self._reached or attempt == self.retries:
-                    why = _one_line(str(exc)) or type(exc).__name__
-                    raise PolicyRequestError(
-                        f"request to {self.url} failed: {why}. Is the server up at that address?"
-                    ) from exc
-                logger.warning("request to %s failed (%s); retrying", self.url, exc)
-                time.sleep(retry_delay(attempt, None, self.backoff_s))
-                continue
-            except Exception as exc:
+    def _retry_wait(self, attempt: int, resp: Any, exc: Exception | None) -> float | None:
+        """After attempt ``attempt``: None to use ``resp`` as the answer, else the seconds to
+        wait before trying again. A connection error is final when retries are spent, or
+        when the server could not be reached and never was (most likely a wrong address)."""
+        if exc is not None:
+            never = not self._reached and isinstance(exc, self._httpx.ConnectError)
+            transport = isinstance(exc, self._httpx.TransportError)
+            if not transport or never or attempt >= self.retries:
                 why = _one_line(str(exc)) or type(exc).__name__
                 raise PolicyRequestError(
                     f"request to {self.url} failed: {why}. Is the server up at that address?"
                 ) from exc
+            logger.warning("request to %s failed (%s); retrying", self.url, exc)
+            header = None
+        else:
             self._reached = True
-            if not self._retryable(resp.status_code) or attempt == self.retries:
-                return resp
+            if not self._retryable(resp.status_code) or attempt >= self.retries:
+                return None
             logger.warning("%s answered HTTP %d; retrying", self.url, resp.status_code)
-            time.sleep(retry_delay(attempt, resp.headers.get("retry-after"), self.backoff_s))
-        raise AssertionError("unreachable")  # pragma: no cover
+            header = resp.headers.get("retry-after")
+        self.retried += 1
+        return retry_delay(attempt, header, self.backoff_s, self.max_backoff_s)
 
-    def _request(self, item: PolicyInput) -> Generation:
-        native = self.tool_messages != "text"
-        body = self._body(item, native)
-        resp = self._post(body)
+    def _refused_native(self, resp: Any, body: dict[str, Any]) -> bool:
+        """The server refused native tool messages and ``auto`` falls back to text (now and
+        for the rest of the run): the request must be sent again as text."""
         if (
             resp.status_code in (400, 422)
             and self.tool_messages == "auto"
@@ -366,13 +356,21 @@ class HTTPPolicy:
                 resp.status_code,
                 _one_line(resp.text, 120),
             )
-            resp = self._post(self._body(item, False))
+            return True
+        return False
+
+    def _generation(self, resp: Any) -> Generation:
+        """The final response as a generation; a typed error for anything but a completion."""
         if resp.status_code != 200:
             hint = ""
             if resp.status_code in (401, 403):
                 hint = " (the server wants an API key: is the right one set?)"
+            retried = (
+                f" (after {self.retries} retries)" if self._retryable(resp.status_code) else ""
+            )
             raise PolicyRequestError(
-                f"{self.url} answered HTTP {resp.status_code}{hint}: {_one_line(resp.text)}",
+                f"{self.url} answered HTTP {resp.status_code}{hint}{retried}: "
+                f"{_one_line(resp.text)}",
                 status=resp.status_code,
             )
         try:
@@ -383,7 +381,7 @@ class HTTPPolicy:
                 f"{self.url} answered without a chat completion (expected JSON with "
                 f"'choices'): {_one_line(resp.text)}"
             ) from exc
-        text = reply_to_text(choice.get("message", {}))
+        text = reply_to_text(choice.get("message") or {})
         lps = None
         content = (choice.get("logprobs") or {}).get("content")
         if content:
@@ -394,11 +392,120 @@ class HTTPPolicy:
             meta={"finish_reason": choice.get("finish_reason"), "usage": data.get("usage", {})},
         )
 
+    # ---- blocking transport ------------------------------------------------------------
+
+    def _post(self, body: dict[str, Any]) -> Any:
+        if self._sync_client is None:
+            self._sync_client = self._httpx.Client(timeout=self._timeout, headers=self._headers)
+        for attempt in itertools.count():
+            resp, exc = None, None
+            try:
+                resp = self._sync_client.post(self.url, json=body)
+            except Exception as error:
+                exc = error
+            wait = self._retry_wait(attempt, resp, exc)
+            if wait is None:
+                return resp
+            time.sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def request(self, item: PolicyInput) -> Generation:
+        """One chat completion for ``item`` (blocking); PolicyRequestError when it fails."""
+        body = self._body(item, self.tool_messages != "text")
+        resp = self._post(body)
+        if self._refused_native(resp, body):
+            resp = self._post(self._body(item, False))
+        return self._generation(resp)
+
+    # ---- asyncio transport -------------------------------------------------------------
+
+    def _client_for_this_loop(self) -> Any:
+        """An ``AsyncClient`` bound to the running loop (a new loop gets a new client)."""
+        loop = asyncio.get_running_loop()
+        if self._async_client is None or self._async_loop is not loop:
+            limits = self._httpx.Limits(
+                max_connections=self.max_concurrency,
+                max_keepalive_connections=self.max_concurrency,
+            )
+            self._async_client = self._httpx.AsyncClient(
+                timeout=self._timeout, headers=self._headers, limits=limits
+            )
+            self._async_loop = loop
+        return self._async_client
+
+    async def _apost(self, body: dict[str, Any]) -> Any:
+        client = self._client_for_this_loop()
+        for attempt in itertools.count():
+            resp, exc = None, None
+            try:
+                resp = await client.post(self.url, json=body)
+            except Exception as error:
+                exc = error
+            wait = self._retry_wait(attempt, resp, exc)
+            if wait is None:
+                return resp
+            await asyncio.sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def arequest(self, item: PolicyInput) -> Generation:
+        """One chat completion for ``item`` on the running event loop (see :meth:`request`)."""
+        body = self._body(item, self.tool_messages != "text")
+        resp = await self._apost(body)
+        if self._refused_native(resp, body):
+            resp = await self._apost(self._body(item, False))
+        return self._generation(resp)
+
+    async def aclose(self) -> None:
+        """Close the async HTTP client of the running loop."""
+        if self._async_client is not None and self._async_loop is asyncio.get_running_loop():
+            await self._async_client.aclose()
+        self._async_client = self._async_loop = None
+
+
+class HTTPPolicy(ChatCompletions):
+    """Chat completions over HTTP, as a batched policy (one thread per request).
+
+    Args:
+        base_url: e.g. ``http://127.0.0.1:8000/v1`` (``/chat/completions`` is appended).
+        model: the served model name.
+        api_key: sent as ``Authorization: Bearer ...`` when given.
+        send_tools: pass the env's ``info["tools"]`` as OpenAI ``tools``.
+        temperature: sampling temperature (``agentgym eval`` sets 0 for its greedy mode).
+        top_p: nucleus-sampling mass, sent as ``top_p`` when given.
+        max_tokens: generation budget of one reply.
+        logprobs: ask for token logprobs.
+        timeout: seconds to wait for one reply.
+        max_concurrency: requests in flight at once (one :meth:`act` batch is sent together;
+            also the connection limit of :meth:`arequest`).
+        retries: how often a request is retried when the server answers 429 (rate limit) or
+            any 5xx, or the connection fails; after ``Retry-After`` or ``backoff_s`` * 1, 2,
+            4... s (at most ``max_backoff_s``). A server that could not be reached and
+            never was fails at once: it is most likely a wrong address.
+        backoff_s: the first retry's wait when the server gives no ``Retry-After``.
+        max_backoff_s: the longest wait before a retry.
+        extra_body: merged into every request last, so it may set any field (e.g.
+            ``{"chat_template_kwargs": {"enable_thinking": False}}`` for vLLM/SGLang).
+        tool_messages: how past tool calls are sent: ``"native"`` (assistant ``tool_calls``
+            and ``role: tool`` replies, see :func:`native_tool_messages`), ``"text"`` (as
+            the model wrote them, the env's reply as a user message), or ``"auto"``
+            (native until the server refuses them with HTTP 400/422, then text).
+
+    The rollout engine uses the same object asynchronously (:meth:`arequest`, one request
+    per episode turn, no batch barrier).
+    """
+
+    def __init__(self, base_url: str, model: str, **options: Any):
+        super().__init__(base_url, model, **options)
+        self._sync_client = self._httpx.Client(timeout=self._timeout, headers=self._headers)
+        self._workers = _DaemonWorkers(self.max_concurrency)
+        self._in_flight = 0
+        self._lock = threading.Lock()
+
     def _counted(self, item: PolicyInput) -> Generation:
         with self._lock:
             self._in_flight += 1
         try:
-            return self._request(item)
+            return self.request(item)
         finally:
             with self._lock:
                 self._in_flight -= 1
@@ -423,4 +530,4 @@ class HTTPPolicy:
         with self._lock:
             idle = self._in_flight == 0
         if idle:  # a request still in flight keeps its connection until it ends
-            self._client.close()
+            self._sync_client.close()

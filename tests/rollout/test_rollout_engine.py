@@ -77,7 +77,9 @@ def test_async_http_equals_lockstep_despite_latency_500s_and_dropped_connections
     seeds, k = list(range(6)), 2
     fault = FailFirstAttempts(every=3, kinds=("500", "drop"))
     with FakeLLMServer(latency=LognormalLatency(0.002, seed=1), fault=fault) as server:
-        policy = AsyncHTTPPolicy(server.url, "fake", retries=3, backoff_s=0.001)
+        policy = AsyncHTTPPolicy(
+            server.url, "fake", retries=3, backoff_s=0.001, tool_messages="text"
+        )
         engine = RolloutEngine(
             LocalEnvSource(SOKOBAN),
             policy,
@@ -275,7 +277,9 @@ def test_policy_errors_after_retries_end_the_episode_as_infra_failure() -> None:
         return "500" if first_obs == doomed else None
 
     with FakeLLMServer(fault=fault) as server:
-        policy = AsyncHTTPPolicy(server.url, "fake", retries=2, backoff_s=0.001)
+        policy = AsyncHTTPPolicy(
+            server.url, "fake", retries=2, backoff_s=0.001, tool_messages="text"
+        )
         engine = RolloutEngine(
             LocalEnvSource(SOKOBAN),
             policy,
