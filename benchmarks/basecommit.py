@@ -10,8 +10,10 @@ current environment's.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -72,3 +74,22 @@ def base_env(commit: str = BASE_COMMIT) -> dict[str, str] | None:
     if shadow is None:
         return None
     return {**os.environ, "PYTHONPATH": shadow}
+
+
+def alternate(
+    child: str, args: list[str], rounds: int, commit: str = BASE_COMMIT
+) -> dict[str, list[dict]] | None:
+    """Run the script ``child`` (``python -c child *args``, printing one JSON line last) with
+    today's code and with ``commit``'s, alternating new/old ``rounds`` times (ABAB, so drift in
+    the machine's load falls on both). Returns each side's parsed results; None when the
+    commit's tree cannot be had."""
+    old_env = base_env(commit)
+    if old_env is None:
+        return None
+    runs: dict[str, list[dict]] = {"new": [], "old": []}
+    for _ in range(rounds):
+        for tag, env in (("new", dict(os.environ)), ("old", old_env)):
+            out = subprocess.run([sys.executable, "-c", child, *args], env=env,
+                                 capture_output=True, text=True, check=True, cwd="/")  # fmt: skip
+            runs[tag].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return runs

@@ -10,7 +10,6 @@ Baselines measured in the same run:
 from __future__ import annotations
 
 import functools
-import json
 import os
 import random
 import statistics
@@ -24,7 +23,7 @@ from typing import Any
 from agentgym.simulators.sandbox import Limits, SandboxPool, active_layers
 from agentgym.simulators.sandbox.cgroups import live_cgroups
 
-from benchmarks.basecommit import BASE_COMMIT, base_tree
+from benchmarks.basecommit import BASE_COMMIT, alternate
 
 _PY = os.path.join(
     sys.base_prefix, "bin", f"python{sys.version_info.major}.{sys.version_info.minor}"
@@ -375,23 +374,14 @@ print(json.dumps({k: statistics.median(v) for k, v in out.items()}))
 
 
 def _ab_section(quick: bool) -> list[str]:
-    shadow = base_tree(BASE_COMMIT)
-    if shadow is None:
+    n = 40 if quick else 150
+    runs = alternate(_AB_CHILD, [_PY, str(n)], 2 if quick else 3)
+    if runs is None:
         return [
             f"### Before/after ({BASE_COMMIT})",
             "",
             f"Skipped: git could not give {BASE_COMMIT}'s tree.",
         ]
-    n = 40 if quick else 150
-    runs: dict[str, list[dict[str, float]]] = {"new": [], "old": []}
-    for _ in range(2 if quick else 3):  # ABAB...
-        for tag in ("new", "old"):
-            env = dict(os.environ)
-            if tag == "old":
-                env["PYTHONPATH"] = shadow
-            out = subprocess.run([sys.executable, "-c", _AB_CHILD, _PY, str(n)], env=env,
-                                 capture_output=True, text=True, check=True, cwd="/")  # fmt: skip
-            runs[tag].append(json.loads(out.stdout.strip().splitlines()[-1]))
     rows = []
     for key, label in (("oneshot", "one-shot run `x = sum(range(100))`"),
                        ("cell", "session cell `x += 1`"),

@@ -19,7 +19,6 @@ same load:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import socket
 import statistics
@@ -31,7 +30,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from benchmarks.basecommit import base_tree
+from agentgym.server.load import percentile
+from benchmarks.basecommit import alternate, base_tree
 
 BASE = "582008d"
 ENV_ID = "agentgym/CodeMath-L1-v0"
@@ -86,13 +86,6 @@ def _benign(k: int, i: int) -> tuple[str, str]:
     return _cell(f"v{k} = sum(j * j for j in range({n}))\nprint(v{k})"), str(
         sum(j * j for j in range(n))
     )
-
-
-def _pct(xs: list[float], q: float) -> float:
-    if not xs:
-        return float("nan")
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, round(q / 100 * (len(xs) - 1)))]
 
 
 # ---- part 3: the scale run ----------------------------------------------------------------
@@ -299,20 +292,8 @@ print(json.dumps(res))
 
 
 def _ab(quick: bool) -> dict[str, list[dict[str, float]]]:
-    shadow = base_tree(BASE)
-    n = 40 if quick else 150
-    runs: dict[str, list[dict[str, float]]] = {"new": [], "old": []}
-    for _ in range(2 if quick else 3):
-        for tag in ("new", "old"):
-            if tag == "old" and shadow is None:
-                continue
-            env = dict(os.environ)
-            if tag == "old":
-                env["PYTHONPATH"] = str(shadow)
-            out = subprocess.run([sys.executable, "-c", _AB_CHILD, str(n)], env=env,
-                                 capture_output=True, text=True, check=True, cwd="/")  # fmt: skip
-            runs[tag].append(json.loads(out.stdout.strip().splitlines()[-1]))
-    return runs
+    runs = alternate(_AB_CHILD, [str(40 if quick else 150)], 2 if quick else 3, BASE)
+    return runs if runs is not None else {"new": [], "old": []}
 
 
 # ---- part 2: agentgym serve with sleeping neighbours -------------------------------------
@@ -359,7 +340,7 @@ def _serve_phase(url: str, steps: int, sleepers: int) -> dict[str, Any]:
     ]
     stats = asyncio.run(run_clients(plans))
     benign = [t for s in stats if s.plan.slow_action is None for t in s.step_s]
-    return {"p50": _pct(benign, 50), "p99": _pct(benign, 99),
+    return {"p50": percentile(benign, 50), "p99": percentile(benign, 99),
             "errors": sum(len(s.errors) for s in stats)}  # fmt: skip
 
 
@@ -464,8 +445,8 @@ def run(quick: bool = False) -> str:
     for name, r in (("benign alone", alone), ("with hostile neighbours", mixed)):
         lines.append(
             f"| {name} | {r['benign']} + {r['hostile']} | {len(r['errors'])} | "
-            f"{_pct(r['benign_cells'], 50) * 1e3:.1f} | {_pct(r['benign_cells'], 99) * 1e3:.1f} | "
-            f"{_pct(r['resets'], 50) * 1e3:.1f} | {_pct(r['resets'], 99) * 1e3:.1f} | "
+            f"{percentile(r['benign_cells'], 50) * 1e3:.1f} | {percentile(r['benign_cells'], 99) * 1e3:.1f} | "
+            f"{percentile(r['resets'], 50) * 1e3:.1f} | {percentile(r['resets'], 99) * 1e3:.1f} | "
             f"{r['idle_memory_per_session'] / 2**20:.2f} | {r['wall_s']:.1f} |"
         )
     lines += [
