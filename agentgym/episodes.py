@@ -123,7 +123,13 @@ def play(
     infos: dict[int, dict[str, Any]] = {}
     slot_episode: dict[int, int] = {}
     next_episode = 0
-    bar = tqdm(total=episodes, desc=f"{record.id}", unit="ep", disable=not progress, leave=False)
+    bar = tqdm(
+        total=episodes,
+        desc=f"{record.id}",
+        unit="ep",
+        disable=None if progress else True,
+        leave=False,
+    )
 
     def start(slot: int) -> None:
         nonlocal next_episode

@@ -167,7 +167,7 @@ def heldout_eval(
         total=episodes * samples_per_task,
         desc=f"eval {split} {'greedy' if greedy else 'sampled'}",
         unit="ep",
-        disable=not progress,
+        disable=None if progress else True,  # None: off when stderr is not a terminal
         leave=False,
     )
 

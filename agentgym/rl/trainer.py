@@ -700,7 +700,7 @@ class Trainer:
         bar = tqdm(
             total=cfg.iterations,
             initial=self.iteration,
-            disable=not cfg.progress,
+            disable=None if cfg.progress else True,  # None: off when stderr is no terminal
             desc=f"{cfg.algo} {cfg.env_id}",
             unit="it",
         )
