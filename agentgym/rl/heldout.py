@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -136,6 +136,7 @@ def heldout_eval(
     seed: int = EVAL_SEED_BASE,
     progress: bool = False,
     samples_per_task: int = 1,
+    seeds: Sequence[int] | None = None,
     on_reset: Callable[[int, int, dict, dict], None] | None = None,
     on_step: Callable[[StepEvent], None] | None = None,
     on_end: Callable[[int, EpisodeSummary], None] | None = None,
@@ -155,6 +156,8 @@ def heldout_eval(
             heldout_eval(env_id, policy, **rec.play_callbacks(
                 env_id, env_kwargs={**env_kwargs, "split": "test"}, seed=seed), seed=seed)
     """
+    task_seeds = [seed + k for k in range(episodes)] if seeds is None else [int(s) for s in seeds]
+    episodes = len(task_seeds)
     if episodes < 1:
         raise InvalidConfigError(f"episodes must be >= 1, got {episodes}.")
     record = get_record(env_id)
@@ -181,7 +184,7 @@ def heldout_eval(
                 batch = group_rollouts(
                     pool,
                     policy,
-                    [seed + k for k in range(episodes)],
+                    task_seeds,
                     group_size=samples_per_task,
                     history_turns=history_turns,
                     group_prefix="eval:",
@@ -199,3 +202,72 @@ def heldout_eval(
             TaskOutcome(t.task_id, t.seed, t.success, t.total_reward, len(t.steps))
         )
     return result
+
+
+def distinct_task_seeds(
+    task_of: Callable[[int], str],
+    count: int,
+    *,
+    start: int = EVAL_SEED_BASE,
+    exclude: Sequence[str] = (),
+    max_tries: int = 100_000,
+) -> list[int]:
+    """The first ``count`` reset seeds from ``start`` on whose tasks are all different.
+
+    A reset seed draws its task from the split with replacement, so ``n`` consecutive seeds
+    give fewer than ``n`` distinct tasks (200 draws from 1,000 tasks hold about 181).
+    ``task_of(seed)`` names the task a seed resets to (see :func:`seed_task_mapper`); a seed
+    whose task was already taken, or is in ``exclude`` (e.g. another evaluation set's
+    tasks, to keep two sets disjoint), is skipped.
+    """
+    taken = set(exclude)
+    chosen: list[int] = []
+    for s in range(start, start + max_tries):
+        if len(chosen) == count:
+            break
+        task = task_of(s)
+        if task not in taken:
+            taken.add(task)
+            chosen.append(s)
+    if len(chosen) < count:
+        raise InvalidConfigError(
+            f"found only {len(chosen)} distinct tasks in {max_tries} seeds, wanted {count}."
+        )
+    return chosen
+
+
+def seed_task_mapper(
+    env_id: str, split: str, env_kwargs: Mapping[str, Any] | None = None
+) -> tuple[Callable[[int], str], Callable[[], None]]:
+    """``(task_of, close)``: the task id ``reset(seed=s)`` gives on ``split``, by resetting."""
+    env = gym.make(get_record(env_id).id, **{**dict(env_kwargs or {}), "split": split})
+
+    def task_of(seed: int) -> str:
+        _, info = env.reset(seed=seed)
+        return str(info["task_id"])
+
+    return task_of, env.close
+
+
+def mean_se(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and standard error of the mean (sample std with ddof=1 over sqrt(n)).
+
+    The SE of one value is NaN: a single draw says nothing about its spread.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 0:
+        raise ValueError("mean_se needs at least one value.")
+    se = float(np.std(x, ddof=1) / np.sqrt(x.size)) if x.size > 1 else float("nan")
+    return float(np.mean(x)), se
+
+
+def paired_difference(before: Sequence[float], after: Sequence[float]) -> tuple[float, float]:
+    """Mean and standard error of ``after - before``, pair by pair (the same episodes).
+
+    Pairing removes what both share (which tasks are easy), so the SE of the difference is
+    usually far smaller than the two SEs combined.
+    """
+    if len(before) != len(after):
+        raise ValueError(f"unpaired: {len(before)} values before, {len(after)} after.")
+    diff = np.asarray(after, dtype=np.float64) - np.asarray(before, dtype=np.float64)
+    return mean_se(diff.tolist())

@@ -1,0 +1,611 @@
+"""The learning table under a sound protocol: demos -> SFT -> GiGPO / GRPO / Tree-GRPO.
+
+One env, end to end, one process at a time (torch single-threaded), resumable: every stage
+writes its result file and a rerun skips what exists. The protocol:
+
+1. noisy-oracle demonstrations for each demonstration seed, and an SFT start per seed;
+2. three disjoint sets of DISTINCT tasks (no task played twice): ``valid`` (from the
+   ``valid`` split, for choosing hyperparameters), the table set and the re-evaluation set
+   (both from the unseen ``test`` split, disjoint from each other);
+3. the learning rate of each algorithm chosen on the valid set only: one run per
+   (algorithm, lr) from demonstration seed 0, RL seed 0, scored on valid;
+4. every (demonstration seed x RL seed) run of every algorithm from its SFT start at the
+   same env-step budget with the chosen lr (the sweep's run is reused where it matches);
+5. start (the SFT checkpoint) and final policies played greedy and sampled on the table
+   set and on the re-evaluation set; standard errors over runs, paired differences (start
+   vs final on the same tasks); GiGPO's share of rows with a non-zero step advantage.
+
+Writes ``results.json`` (every number, per task), ``table.md`` and ``curve.png`` (training
+rollout success vs env steps, mean and SE band over runs) under ``--out``.
+
+    python examples/learning_protocol.py --env household --out runs/learning/household
+    python examples/learning_protocol.py --env search --out runs/learning/search
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ALGOS = ("gigpo", "grpo", "tree-grpo")
+
+#: Per env: id, env kwargs and the byte model's view (as in docs/household.md, docs/search.md).
+PRESETS: dict[str, dict[str, Any]] = {
+    "household": dict(
+        env="agentgym/Household-v0",
+        env_kwargs={"max_turns": 20},
+        context="dialogue",
+        history_turns=None,
+        prompt_bytes=320,
+        prompt_head_bytes=80,
+    ),
+    "search": dict(
+        env="agentgym/SearchQA-v0",
+        env_kwargs={},
+        context="dialogue",
+        history_turns=1,
+        prompt_bytes=512,
+        prompt_head_bytes=128,
+    ),
+}
+
+
+@dataclass
+class Protocol:
+    """The sizes of one protocol run (all of them in ``results.json``)."""
+
+    env: str
+    demo_seeds: list[int] = field(default_factory=lambda: [0, 1])
+    rl_seeds: list[int] = field(default_factory=lambda: [0, 1])
+    demo_episodes: int = 64
+    epsilon: float = 0.2
+    sft_epochs: int = 8
+    sft_lr: float = 3e-3
+    d_model: int = 16
+    layers: int = 1
+    budget: int = 1000
+    """Env steps per RL run."""
+    tasks: int = 2
+    group: int = 4
+    epochs: int = 2
+    minibatch: int = 64
+    kl_coef: float = 0.05
+    lr_grid: list[float] = field(default_factory=lambda: [1e-3, 3e-4])
+    valid_tasks: int = 40
+    test_tasks: int = 100
+    reeval_tasks: int = 100
+
+
+# ---- one process, one thing at a time -------------------------------------------------------
+
+
+def _preset(p: Protocol) -> dict[str, Any]:
+    return PRESETS[p.env]
+
+
+def _done(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _save(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    tmp.replace(path)
+
+
+def _model(p: Protocol) -> Any:
+    from agentgym.agents.transformer import TransformerConfig
+
+    pre = _preset(p)
+    return TransformerConfig(
+        d_model=p.d_model,
+        n_layers=p.layers,
+        max_prompt_bytes=pre["prompt_bytes"],
+        prompt_head_bytes=pre["prompt_head_bytes"],
+        context=pre["context"],
+    )
+
+
+def demos_and_sft(p: Protocol, out: Path, demo_seed: int) -> Path:
+    """The SFT start of one demonstration seed (demos recorded on the train split)."""
+    from agentgym.rl.demos import record_demos
+    from agentgym.rl.trainer import TrainConfig, train
+
+    pre = _preset(p)
+    sft = out / f"sft-d{demo_seed}"
+    marker = sft / "done.json"
+    if marker.exists():
+        return sft / "checkpoint.pt"
+    t0 = time.perf_counter()
+    demos = out / f"demos-d{demo_seed}.agtr"
+    stats = record_demos(
+        pre["env"],
+        demos,
+        episodes=p.demo_episodes,
+        epsilon=p.epsilon,
+        # far from the RL runs' task seeds (1_000_003 * seed + ...), distinct per demo seed
+        seed=500_000 + 10_000 * demo_seed,
+        env_kwargs=pre["env_kwargs"],
+        num_envs=8,
+    )
+    t1 = time.perf_counter()
+    cfg = TrainConfig(
+        env_id=pre["env"],
+        algo="sft",
+        demos=str(demos),
+        iterations=p.sft_epochs,
+        seed=demo_seed,
+        lr=p.sft_lr,
+        minibatch_size=p.minibatch,
+        history_turns=pre["history_turns"],
+        model=_model(p),
+        out_dir=str(sft),
+        progress=False,
+        overwrite=True,
+    )
+    train(cfg)
+    _save(
+        marker,
+        {
+            "demo_episodes": stats.episodes,
+            "demo_steps": stats.steps,
+            "demo_success": getattr(stats, "success_rate", None),
+            "demos_s": t1 - t0,
+            "sft_s": time.perf_counter() - t1,
+        },
+    )
+    return sft / "checkpoint.pt"
+
+
+def _trainer_class() -> Any:
+    """A Trainer that also records GiGPO's anchor statistics of every batch."""
+    from agentgym.rl.gigpo import anchor_group_stats
+    from agentgym.rl.trainer import Trainer
+
+    class AnchorTrainer(Trainer):
+        anchor: list[dict[str, float]]
+
+        def advantages(self, batch: Any) -> Any:
+            rows, adv = super().advantages(batch)
+            if self.cfg.algo == "gigpo" and rows:
+                if not hasattr(self, "anchor"):
+                    self.anchor = []
+                self.anchor.append(anchor_group_stats(rows, self.cfg.gigpo))
+            return rows, adv
+
+    return AnchorTrainer
+
+
+def rl_run(p: Protocol, run_dir: Path, algo: str, init: Path, seed: int, lr: float) -> Path:
+    """One RL run from ``init`` at the protocol's env-step budget; its checkpoint."""
+    from agentgym.rl.trainer import TrainConfig
+
+    pre = _preset(p)
+    marker = run_dir / "done.json"
+    if marker.exists():
+        return run_dir / "checkpoint.pt"
+    cfg = TrainConfig(
+        env_id=pre["env"],
+        algo=algo,
+        seed=seed,
+        iterations=100_000,
+        max_env_steps=p.budget,
+        tasks_per_iter=p.tasks,
+        group_size=p.group,
+        env_kwargs=pre["env_kwargs"],
+        num_envs=p.tasks * p.group,
+        backend="sync",
+        lr=lr,
+        ppo_epochs=p.epochs,
+        minibatch_size=p.minibatch,
+        history_turns=pre["history_turns"],
+        out_dir=str(run_dir),
+        progress=False,
+        checkpoint_every=1000,
+        init=str(init),
+        overwrite=True,
+    )
+    # Tree-GRPO: 2 trees x 2 expansions x 1 round = 6 leaves per task (the chains' 4-8)
+    cfg.tree.trees, cfg.tree.expand, cfg.tree.rounds = 2, 2, 1
+    cfg.loss.kl_coef = p.kl_coef
+    t0 = time.perf_counter()
+    trainer = _trainer_class()(cfg)
+    trainer.run()
+    anchor = getattr(trainer, "anchor", [])
+    _save(
+        marker,
+        {
+            "train_s": time.perf_counter() - t0,
+            "env_steps": trainer.env_steps,
+            "iterations": trainer.iteration,
+            "anchor": anchor,
+        },
+    )
+    return run_dir / "checkpoint.pt"
+
+
+def evaluate(
+    p: Protocol, ckpt: Path, cache: Path, split: str, seeds: list[int]
+) -> dict[str, list[float]]:
+    """Greedy and sampled success of a checkpoint on the given distinct-task seeds (cached)."""
+    import torch
+
+    from agentgym.agents.load import load_checkpoint_state
+    from agentgym.agents.transformer import TransformerPolicy
+    from agentgym.rl.heldout import heldout_eval
+
+    got = _done(cache)
+    if got is not None and got.get("seeds") == seeds:
+        return got
+    pre = _preset(p)
+    policy = TransformerPolicy.from_state_dict(load_checkpoint_state(ckpt))
+    t0 = time.perf_counter()
+    res: dict[str, Any] = {"seeds": seeds, "split": split}
+    for mode in ("greedy", "sampled"):
+        policy.generator.manual_seed(12_345)
+        torch.manual_seed(12_345)
+        r = heldout_eval(
+            pre["env"],
+            policy,
+            split=split,
+            seeds=seeds,
+            greedy=mode == "greedy",
+            env_kwargs=pre["env_kwargs"],
+            history_turns=pre["history_turns"],
+            num_envs=min(32, len(seeds)),
+            backend="sync",
+        )
+        res[mode] = [float(o.success) for o in r.outcomes]
+        res[f"{mode}_tasks"] = [o.task_id for o in r.outcomes]
+        res[f"{mode}_steps"] = r.env_steps
+    res["eval_s"] = time.perf_counter() - t0
+    _save(cache, res)
+    return res
+
+
+def task_sets(p: Protocol, out: Path) -> dict[str, list[int]]:
+    """valid, table and re-evaluation seeds: distinct tasks, the two test sets disjoint."""
+    from agentgym.rl.heldout import distinct_task_seeds, seed_task_mapper
+
+    path = out / "task_sets.json"
+    got = _done(path)
+    want = {"valid": p.valid_tasks, "table": p.test_tasks, "reeval": p.reeval_tasks}
+    if got is not None and {k: len(got[k]) for k in want} == want:
+        return got
+    pre = _preset(p)
+    task_of, close = seed_task_mapper(pre["env"], "valid", pre["env_kwargs"])
+    try:
+        valid = distinct_task_seeds(task_of, p.valid_tasks, start=0)
+    finally:
+        close()
+    task_of, close = seed_task_mapper(pre["env"], "test", pre["env_kwargs"])
+    try:
+        table = distinct_task_seeds(task_of, p.test_tasks, start=0)
+        used = [task_of(s) for s in table]
+        reeval = distinct_task_seeds(task_of, p.reeval_tasks, start=100_000, exclude=used)
+    finally:
+        close()
+    sets = {"valid": valid, "table": table, "reeval": reeval}
+    _save(path, sets)
+    return sets
+
+
+def _run_seed(demo_seed: int, rl_seed: int) -> int:
+    return 1 + 100 * demo_seed + rl_seed
+
+
+def run_protocol(p: Protocol, out: Path) -> dict[str, Any]:
+    """Every stage in order, skipping the finished ones; returns results.json's content."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "protocol.json").write_text(json.dumps(p.__dict__, indent=1))
+    sets = task_sets(p, out)
+    ev = out / "evals"
+    ev.mkdir(exist_ok=True)
+    starts = {d: demos_and_sft(p, out, d) for d in p.demo_seeds}
+    results: dict[str, Any] = {"protocol": p.__dict__, "sets": sets, "start": {}, "sweep": {}}
+    d0, r0 = p.demo_seeds[0], p.rl_seeds[0]
+    results["start_valid"] = evaluate(
+        p, starts[d0], ev / f"start-d{d0}-valid.json", "valid", sets["valid"]
+    )
+    # 3. learning rate per algorithm, on valid only
+    chosen: dict[str, float] = {}
+    for algo in ALGOS:
+        scores = {}
+        for lr in p.lr_grid:
+            name = f"{algo}-lr{lr:g}-d{d0}-r{r0}"
+            ckpt = rl_run(p, out / "runs" / name, algo, starts[d0], _run_seed(d0, r0), lr)
+            v = evaluate(p, ckpt, ev / f"{name}-valid.json", "valid", sets["valid"])
+            scores[lr] = (float(np.mean(v["greedy"])) + float(np.mean(v["sampled"]))) / 2
+            results["sweep"][name] = {
+                "lr": lr,
+                "valid_greedy": float(np.mean(v["greedy"])),
+                "valid_sampled": float(np.mean(v["sampled"])),
+            }
+        chosen[algo] = max(p.lr_grid, key=lambda lr: (scores[lr], -p.lr_grid.index(lr)))
+    results["chosen_lr"] = chosen
+    # 4-5. every seed pair, evaluated on the table and the re-evaluation sets
+    for d in p.demo_seeds:
+        results["start"][d] = {
+            s: evaluate(p, starts[d], ev / f"start-d{d}-{s}.json", "test", sets[s])
+            for s in ("table", "reeval")
+        }
+    results["runs"] = {}
+    for algo, d, r in itertools.product(ALGOS, p.demo_seeds, p.rl_seeds):
+        lr = chosen[algo]
+        name = f"{algo}-lr{lr:g}-d{d}-r{r}"
+        ckpt = rl_run(p, out / "runs" / name, algo, starts[d], _run_seed(d, r), lr)
+        results["runs"][name] = {
+            "algo": algo,
+            "demo_seed": d,
+            "rl_seed": r,
+            "lr": lr,
+            "train": _done(out / "runs" / name / "done.json"),
+            **{
+                s: evaluate(p, ckpt, ev / f"{name}-{s}.json", "test", sets[s])
+                for s in ("table", "reeval")
+            },
+        }
+        _save(out / "results.json", results)
+    results["timings"] = {
+        "sft": {d: _done(out / f"sft-d{d}" / "done.json") for d in p.demo_seeds},
+    }
+    _save(out / "results.json", results)
+    return results
+
+
+# ---- the report ---------------------------------------------------------------------------
+
+
+def _fmt(mean: float, se: float) -> str:
+    return f"{mean:.3f} ± {se:.3f}" if np.isfinite(se) else f"{mean:.3f}"
+
+
+def _sgn(mean: float, se: float) -> str:
+    return f"{mean:+.3f} ± {se:.3f}" if np.isfinite(se) else f"{mean:+.3f}"
+
+
+def summarise(results: dict[str, Any]) -> dict[str, Any]:
+    """Means, SEs and paired differences per algorithm, set and mode."""
+    from agentgym.rl.heldout import mean_se, paired_difference
+
+    start = {int(d): v for d, v in results["start"].items()}
+    summary: dict[str, Any] = {"start": {}, "algos": {}, "vs": {}}
+    for s, mode in itertools.product(("table", "reeval"), ("greedy", "sampled")):
+        per_demo = [float(np.mean(start[d][s][mode])) for d in sorted(start)]
+        summary["start"][f"{s}/{mode}"] = {"per_demo_seed": per_demo, "mean_se": mean_se(per_demo)}
+    runs = results["runs"]
+    for algo in ALGOS:
+        mine = [v for v in runs.values() if v["algo"] == algo]
+        if not mine:
+            continue
+        cell: dict[str, Any] = {"runs": len(mine)}
+        for s, mode in itertools.product(("table", "reeval"), ("greedy", "sampled")):
+            finals = [float(np.mean(v[s][mode])) for v in mine]
+            gains = [
+                float(np.mean(v[s][mode])) - float(np.mean(start[v["demo_seed"]][s][mode]))
+                for v in mine
+            ]
+            # per task: start vs the mean of the runs' finals on that task (pairs over tasks)
+            before = np.mean([start[v["demo_seed"]][s][mode] for v in mine], axis=0)
+            after = np.mean([v[s][mode] for v in mine], axis=0)
+            cell[f"{s}/{mode}"] = {
+                "final": mean_se(finals),
+                "gain_runs": mean_se(gains),
+                "gain_tasks": paired_difference(list(before), list(after)),
+                "runs_up": int(sum(g > 0 for g in gains)),
+                "runs_down": int(sum(g < 0 for g in gains)),
+                "per_run_gain": gains,
+            }
+        anchors = [a for v in mine for a in ((v.get("train") or {}).get("anchor") or [])]
+        if anchors:
+            cell["step_nonzero"] = float(np.mean([a["step_nonzero"] for a in anchors]))
+            cell["episode_nonzero"] = float(np.mean([a["episode_nonzero"] for a in anchors]))
+            cell["shared"] = float(np.mean([a["shared"] for a in anchors]))
+        summary["algos"][algo] = cell
+    for a, b in (("gigpo", "grpo"), ("tree-grpo", "grpo")):
+        for s, mode in itertools.product(("table", "reeval"), ("greedy", "sampled")):
+            pairs = []
+            for v in runs.values():
+                if v["algo"] != a:
+                    continue
+                twin = [
+                    w
+                    for w in runs.values()
+                    if w["algo"] == b
+                    and w["demo_seed"] == v["demo_seed"]
+                    and w["rl_seed"] == v["rl_seed"]
+                ]
+                if twin:
+                    pairs.append((float(np.mean(twin[0][s][mode])), float(np.mean(v[s][mode]))))
+            if pairs:
+                summary["vs"][f"{a}-{b}/{s}/{mode}"] = {
+                    "diff": paired_difference([x for x, _ in pairs], [y for _, y in pairs]),
+                    "wins": int(sum(y > x for x, y in pairs)),
+                    "ties": int(sum(y == x for x, y in pairs)),
+                    "pairs": len(pairs),
+                }
+    return summary
+
+
+def table_markdown(results: dict[str, Any], summary: dict[str, Any]) -> str:
+    """The learning table, paired differences and comparisons as markdown."""
+    p = results["protocol"]
+    sets = results["sets"]
+    algos = [a for a in ALGOS if a in summary["algos"]]
+    n_runs = {a: summary["algos"][a]["runs"] for a in algos}
+    lines = [
+        f"`{PRESETS[p['env']]['env']}`: {len(p['demo_seeds'])} demonstration seeds x "
+        f"{len(p['rl_seeds'])} RL seeds = {max(n_runs.values(), default=0)} runs per algorithm, "
+        f"{p['budget']} env steps each from the SFT start; table set {len(sets['table'])} "
+        f"distinct test_unseen tasks, re-evaluation set {len(sets['reeval'])} other distinct "
+        f"tasks, valid set {len(sets['valid'])} distinct valid tasks.",
+        "",
+        "Learning rate chosen on valid only (mean of greedy and sampled valid success, "
+        "demonstration seed 0, RL seed 0; KL "
+        f"{p['kl_coef']} fixed):",
+        "",
+        "| run | lr | valid greedy | valid sampled |",
+        "|---|---|---|---|",
+    ]
+    sv = results.get("start_valid")
+    if sv:
+        lines.append(
+            f"| SFT start (d0) | - | {np.mean(sv['greedy']):.3f} | {np.mean(sv['sampled']):.3f} |"
+        )
+    for name, v in results["sweep"].items():
+        pick = " (chosen)" if results["chosen_lr"].get(name.split("-lr")[0]) == v["lr"] else ""
+        lines.append(
+            f"| {name.split('-lr')[0]}{pick} | {v['lr']:g} | {v['valid_greedy']:.3f} "
+            f"| {v['valid_sampled']:.3f} |"
+        )
+    for s, title in (("table", "Table set"), ("reeval", "Re-evaluation set")):
+        lines += [
+            "",
+            f"{title} ({len(sets[s])} distinct test_unseen tasks). Success: mean ± SE over "
+            "runs (start: over demonstration seeds). Gain: final minus its own SFT start on "
+            "the same tasks, mean ± SE over runs; [± SE over tasks of the per-task paired "
+            "difference]; runs up/down.",
+            "",
+            "| | SFT start | " + " | ".join(algos) + " |",
+            "|---|---|" + "---|" * len(algos),
+        ]
+        for mode in ("greedy", "sampled"):
+            st = summary["start"][f"{s}/{mode}"]
+            row = [f"{mode} success", _fmt(*st["mean_se"])]
+            row += [_fmt(*summary["algos"][a][f"{s}/{mode}"]["final"]) for a in algos]
+            lines.append("| " + " | ".join(row) + " |")
+            gain = [f"{mode} gain", "-"]
+            for a in algos:
+                c = summary["algos"][a][f"{s}/{mode}"]
+                gain.append(
+                    f"{_sgn(*c['gain_runs'])} [± {c['gain_tasks'][1]:.3f}] "
+                    f"{c['runs_up']}/{c['runs_down']}"
+                )
+            lines.append("| " + " | ".join(gain) + " |")
+    lines += [
+        "",
+        "Between algorithms, run by run (same demonstration and RL seed, same tasks): mean "
+        "difference ± SE over the pairs, and how many pairs the first one wins.",
+        "",
+        "| comparison | set | greedy | sampled |",
+        "|---|---|---|---|",
+    ]
+    for a, b in (("gigpo", "grpo"), ("tree-grpo", "grpo")):
+        for s in ("table", "reeval"):
+            cells = []
+            for mode in ("greedy", "sampled"):
+                v = summary["vs"].get(f"{a}-{b}/{s}/{mode}")
+                cells.append(
+                    f"{_sgn(*v['diff'])} ({v['wins']}/{v['pairs']} wins, {v['ties']} ties)"
+                    if v
+                    else "-"
+                )
+            lines.append(f"| {a} - {b} | {s} | " + " | ".join(cells) + " |")
+    g = summary["algos"].get("gigpo", {})
+    if "step_nonzero" in g:
+        lines += [
+            "",
+            f"GiGPO's training batches: {g['step_nonzero']:.2f} of rows have a non-zero step "
+            f"advantage, {g['episode_nonzero']:.2f} a non-zero episode advantage, "
+            f"{g['shared']:.2f} share their anchor state with another row.",
+        ]
+    return "\n".join(lines)
+
+
+def _read_metrics(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def plot(results: dict[str, Any], out: Path, png: Path) -> None:
+    """Training-rollout success vs env steps: per algorithm, mean and SE band over runs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from agentgym.rl.curves import trailing_mean
+
+    p = results["protocol"]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    grid = np.linspace(0, p["budget"], 21)
+    for algo in ALGOS:
+        curves = []
+        for name, v in results["runs"].items():
+            if v["algo"] != algo:
+                continue
+            rows = _read_metrics(out / "runs" / name / "metrics.csv")
+            if not rows:
+                continue
+            x = np.array([float(r["env_steps"]) for r in rows])
+            y = np.array([float(r["success"]) for r in rows])
+            # trailing mean over 3 iterations, then onto a common env-step grid
+            ys = trailing_mean(y, 3)
+            curves.append(np.interp(grid, x, ys, left=ys[0]))
+        if not curves:
+            continue
+        c = np.array(curves)
+        mean = c.mean(axis=0)
+        se = c.std(axis=0, ddof=1) / np.sqrt(len(c)) if len(c) > 1 else np.zeros_like(mean)
+        ax.plot(grid, mean, label=f"{algo} ({len(c)} runs)")
+        ax.fill_between(grid, mean - se, mean + se, alpha=0.25)
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("training-rollout success (train split)")
+    ax.set_title(f"{PRESETS[p['env']]['env']}: from the SFT start, mean ± SE")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+
+
+def report(out: Path) -> str:
+    results = json.loads((out / "results.json").read_text())
+    summary = summarise(results)
+    _save(out / "summary.json", summary)
+    md = table_markdown(results, summary)
+    (out / "table.md").write_text(md + "\n")
+    plot(results, out, out / "curve.png")
+    return md
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--env", choices=sorted(PRESETS), required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--report-only", action="store_true")
+    defaults = Protocol(env="household")
+    for name, value in defaults.__dict__.items():
+        if name == "env":
+            continue
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, list):
+            kind = float if name == "lr_grid" else int
+            ap.add_argument(flag, nargs="+", type=kind, default=value)
+        else:
+            ap.add_argument(flag, type=type(value), default=value)
+    args = ap.parse_args()
+    import torch
+
+    torch.set_num_threads(1)
+    out = Path(args.out)
+    if not args.report_only:
+        p = Protocol(**{k: getattr(args, k) for k in defaults.__dict__})
+        run_protocol(p, out)
+    print(report(out))
+    print(f"curve: {out / 'curve.png'}")
+
+
+if __name__ == "__main__":
+    main()
