@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import signal
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -85,10 +86,16 @@ def _call(env: gym.Env, name: str, args: tuple, kwargs: dict) -> Any:
 
 
 def _worker(conn: Any, factory: EnvFactory) -> None:
+    # Ctrl-C reaches the whole process group: the parent handles it and closes its workers,
+    # which would otherwise each die with a KeyboardInterrupt traceback of their own
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     env = factory()
     try:
         while True:
-            cmd, payload = conn.recv()
+            try:
+                cmd, payload = conn.recv()
+            except EOFError:  # the parent is gone without a "close"
+                return
             try:
                 if cmd == "reset":
                     conn.send(("ok", env.reset(**payload)))

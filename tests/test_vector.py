@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import functools
+import os
+import signal
+import subprocess
+import sys
 
 import gymnasium as gym
 import pytest
@@ -97,3 +101,40 @@ def test_a_dead_process_worker_fails_its_own_step_and_leaves_the_others_in_step(
         assert "env_error" not in out[1].info
         again = pool.step({1: "x"})  # the live worker's pipe holds no stale reply
         assert again[1].info["action_valid"] is False and "env_error" not in again[1].info
+
+
+_CTRL_C_CHILD = """
+import sys, time
+from agentgym.vector import EnvPool
+from agentgym.episodes import ChatEnvFactory
+pool = EnvPool([ChatEnvFactory("agentgym/Sokoban-Tiny-v0", {}, 4)] * 2, backend="process")
+pool.reset(seeds=[0, 1])  # both workers are up and waiting for their next command
+print("ready", flush=True)
+try:
+    while True:
+        time.sleep(0.05)
+except KeyboardInterrupt:
+    pool.close()
+    print("closed", flush=True)
+"""
+
+
+def test_ctrl_c_on_a_process_pool_lets_the_parent_close_its_workers_quietly():
+    """Ctrl-C goes to the whole process group: the workers leave it to the parent, so the
+    user sees no KeyboardInterrupt traceback per worker and the parent's close still works."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _CTRL_C_CHILD],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's job would be
+    )
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert "closed" in out, err[-2000:]
+    assert "KeyboardInterrupt" not in err and "Traceback" not in err, err[-2000:]
