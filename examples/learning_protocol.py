@@ -46,6 +46,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         history_turns=None,
         prompt_bytes=320,
         prompt_head_bytes=80,
+        test_name="test_unseen",
     ),
     "search": dict(
         env="agentgym/SearchQA-v0",
@@ -54,6 +55,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         history_turns=1,
         prompt_bytes=512,
         prompt_head_bytes=128,
+        test_name="test",
     ),
 }
 
@@ -406,10 +408,17 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
             }
         anchors = [a for v in mine for a in ((v.get("train") or {}).get("anchor") or [])]
         if anchors:
-            cell["step_nonzero"] = float(np.mean([a["step_nonzero"] for a in anchors]))
-            cell["episode_nonzero"] = float(np.mean([a["episode_nonzero"] for a in anchors]))
-            cell["shared"] = float(np.mean([a["shared"] for a in anchors]))
+            # fractions of rows, pooled over every batch of every run (weighted by rows)
+            w = np.array([a["rows"] for a in anchors])
+            cell["anchor_rows"] = int(w.sum())
+            for key in ("step_nonzero", "episode_nonzero", "shared", "anchor_size"):
+                cell[key] = float(np.average([a[key] for a in anchors], weights=w))
         summary["algos"][algo] = cell
+        trains = [v["train"] for v in mine if v.get("train")]
+        if trains:
+            summary.setdefault("cost", {})[algo] = float(
+                sum(t["train_s"] for t in trains) / sum(t["env_steps"] for t in trains)
+            )
     for a, b in (("gigpo", "grpo"), ("tree-grpo", "grpo")):
         for s, mode in itertools.product(("table", "reeval"), ("greedy", "sampled")):
             pairs = []
@@ -435,17 +444,25 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
+def _beyond(cell: dict[str, Any]) -> bool:
+    """A gain above twice its SE over runs and over tasks (NaN SEs never pass)."""
+    gain, se_runs = cell["gain_runs"]
+    se_tasks = cell["gain_tasks"][1]
+    return bool(gain > 2 * se_runs and gain > 2 * se_tasks)
+
+
 def table_markdown(results: dict[str, Any], summary: dict[str, Any]) -> str:
     """The learning table, paired differences and comparisons as markdown."""
     p = results["protocol"]
     sets = results["sets"]
+    test_name = PRESETS[p["env"]]["test_name"]
     algos = [a for a in ALGOS if a in summary["algos"]]
     n_runs = {a: summary["algos"][a]["runs"] for a in algos}
     lines = [
         f"`{PRESETS[p['env']]['env']}`: {len(p['demo_seeds'])} demonstration seeds x "
         f"{len(p['rl_seeds'])} RL seeds = {max(n_runs.values(), default=0)} runs per algorithm, "
         f"{p['budget']} env steps each from the SFT start; table set {len(sets['table'])} "
-        f"distinct test_unseen tasks, re-evaluation set {len(sets['reeval'])} other distinct "
+        f"distinct {test_name} tasks, re-evaluation set {len(sets['reeval'])} other distinct "
         f"tasks, valid set {len(sets['valid'])} distinct valid tasks.",
         "",
         "Learning rate chosen on valid only (mean of greedy and sampled valid success, "
@@ -469,7 +486,7 @@ def table_markdown(results: dict[str, Any], summary: dict[str, Any]) -> str:
     for s, title in (("table", "Table set"), ("reeval", "Re-evaluation set")):
         lines += [
             "",
-            f"{title} ({len(sets[s])} distinct test_unseen tasks). Success: mean ± SE over "
+            f"{title} ({len(sets[s])} distinct {test_name} tasks). Success: mean ± SE over "
             "runs (start: over demonstration seeds). Gain: final minus its own SFT start on "
             "the same tasks, mean ± SE over runs; [± SE over tasks of the per-task paired "
             "difference]; runs up/down.",
@@ -490,6 +507,27 @@ def table_markdown(results: dict[str, Any], summary: dict[str, Any]) -> str:
                     f"{c['runs_up']}/{c['runs_down']}"
                 )
             lines.append("| " + " | ".join(gain) + " |")
+    lines += ["", "SFT start per demonstration seed (table set):"]
+    for mode in ("greedy", "sampled"):
+        per = summary["start"][f"table/{mode}"]["per_demo_seed"]
+        lines.append(f"- {mode}: " + ", ".join(f"{v:.3f}" for v in per))
+    lines += [
+        "",
+        "Does RL raise held-out success beyond the spread? (gain > 2 SE over runs "
+        "and > 2 SE over tasks, on both sets)",
+        "",
+    ]
+    for a in algos:
+        for mode in ("greedy", "sampled"):
+            ok = all(_beyond(summary["algos"][a][f"{s}/{mode}"]) for s in ("table", "reeval"))
+            lines.append(f"- {a} {mode}: {'yes' if ok else 'no'}")
+    cost = summary.get("cost", {})
+    if cost:
+        lines += [
+            "",
+            "Wall seconds per RL env step (one single-threaded process on the shared machine), "
+            "rollouts and updates: " + ", ".join(f"{a} {v:.3f}" for a, v in cost.items()),
+        ]
     lines += [
         "",
         "Between algorithms, run by run (same demonstration and RL seed, same tasks): mean "
@@ -515,7 +553,8 @@ def table_markdown(results: dict[str, Any], summary: dict[str, Any]) -> str:
             "",
             f"GiGPO's training batches: {g['step_nonzero']:.2f} of rows have a non-zero step "
             f"advantage, {g['episode_nonzero']:.2f} a non-zero episode advantage, "
-            f"{g['shared']:.2f} share their anchor state with another row.",
+            f"{g['shared']:.2f} share their anchor state with another row (mean anchor-group "
+            f"size {g['anchor_size']:.1f}; {g['anchor_rows']} rows, every batch of every run).",
         ]
     return "\n".join(lines)
 
@@ -527,7 +566,7 @@ def _read_metrics(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def plot(results: dict[str, Any], out: Path, png: Path) -> None:
+def plot(results: dict[str, Any], summary: dict[str, Any], out: Path, png: Path) -> None:
     """Training-rollout success vs env steps: per algorithm, mean and SE band over runs."""
     import matplotlib
 
@@ -557,12 +596,31 @@ def plot(results: dict[str, Any], out: Path, png: Path) -> None:
         c = np.array(curves)
         mean = c.mean(axis=0)
         se = c.std(axis=0, ddof=1) / np.sqrt(len(c)) if len(c) > 1 else np.zeros_like(mean)
-        ax.plot(grid, mean, label=f"{algo} ({len(c)} runs)")
-        ax.fill_between(grid, mean - se, mean + se, alpha=0.25)
+        (line,) = ax.plot(grid, mean, label=f"{algo} ({len(c)} runs)")
+        ax.fill_between(grid, mean - se, mean + se, alpha=0.25, color=line.get_color())
+        cell = summary["algos"].get(algo, {}).get("table/sampled")
+        if cell:
+            ax.errorbar(
+                [p["budget"] * 1.02],
+                [cell["final"][0]],
+                yerr=[np.nan_to_num(cell["final"][1])],
+                fmt="o",
+                color=line.get_color(),
+                capsize=3,
+            )
+    start = summary["start"]["table/sampled"]["mean_se"]
+    ax.errorbar(
+        [0],
+        [start[0]],
+        yerr=[np.nan_to_num(start[1])],
+        fmt="ks",
+        capsize=3,
+        label="held-out sampled (table set): SFT start, finals",
+    )
     ax.set_xlabel("env steps")
     ax.set_ylabel("training-rollout success (train split)")
     ax.set_title(f"{PRESETS[p['env']]['env']}: from the SFT start, mean ± SE")
-    ax.legend()
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(png, dpi=100)
     plt.close(fig)
@@ -574,7 +632,7 @@ def report(out: Path) -> str:
     _save(out / "summary.json", summary)
     md = table_markdown(results, summary)
     (out / "table.md").write_text(md + "\n")
-    plot(results, out, out / "curve.png")
+    plot(results, summary, out, out / "curve.png")
     return md
 
 
