@@ -16,10 +16,15 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
 import textwrap
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # the sibling below, however loaded
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mkdocs_rst import rst_inline_to_markdown as _inline
 
 #: Page title of each family (families not listed get their name capitalised).
 FAMILY_TITLES = {
@@ -32,16 +37,8 @@ FAMILY_TITLES = {
     "web": "Web",
 }
 
-_ROLE = re.compile(r":(?:mod|class|func|meth|attr|data|obj|exc):`~?([^`]+)`")
-_LITERAL = re.compile(r"``(.+?)``", re.DOTALL)  # a literal may wrap onto the next line
 _FENCED = re.compile(r"(```text\n.*?\n```)", re.DOTALL)
 _RULE = re.compile(r"^=+(?:\s+=+)+\s*$")
-
-
-def _inline(text: str) -> str:
-    """RST inline markup as Markdown: Sphinx roles and ``literals`` become code spans."""
-    text = _ROLE.sub(lambda m: f"`{m.group(1)}`", text)
-    return _LITERAL.sub(lambda m: f"`{m.group(1)}`", text)
 
 
 def _table(lines: list[str]) -> list[str]:

@@ -31,6 +31,7 @@ from agentgym.text import safe_text
 from agentgym.trajectory.images import StoredImage
 from agentgym.trajectory.reader import Episode, Problem, TrajectoryReader
 
+# Below 640 px (a phone, a narrow split window) the episode list stacks above the episode.
 _CSS = """
 *{box-sizing:border-box}body{margin:0;font:14px/1.4 system-ui,sans-serif;color:#1d2330;
 background:#f4f5f7;display:flex;height:100vh}
@@ -60,6 +61,10 @@ table.comp th:first-child{text-align:left}
 nav .tools{padding:0 12px 8px;display:flex;flex-wrap:wrap;gap:4px}
 nav .tools input,nav .tools select{font:inherit;font-size:12px;padding:2px 4px}
 nav .tools input{flex:1 1 100%}.call{margin:4px 0}.argname{font-size:12px;color:#445}
+svg.chart{max-width:100%;height:auto}.card{overflow-x:auto}
+@media (max-width:640px){body{flex-direction:column;height:auto}
+nav{width:auto;max-height:45vh;border-right:0;border-bottom:1px solid #d8dbe2}
+main{overflow:visible;padding:8px 10px}}
 """
 
 _JS = """
@@ -324,6 +329,7 @@ def iter_html(
         nav: list[str] = []
         yield safe_text(
             "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>{_e(Path(path).name)} - agentgym trajectory</title>"
             "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
             "img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
