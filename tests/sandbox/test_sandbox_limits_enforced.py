@@ -1,0 +1,59 @@
+"""The sandbox's limits hold at their numbers: the deadline, the output cap, the memory cap.
+
+The hostile tests check that a limit stops a run; these pin where it stops it. Durations are
+the ones the sandbox itself measures for the run (``ExecResult.duration``), compared with the
+limit plus a generous slack, so a deadline stretched by a second or more fails the test.
+"""
+
+from __future__ import annotations
+
+import pytest
+from agentgym.simulators.sandbox import Limits, SandboxPool
+
+pytestmark = pytest.mark.sandbox
+
+SLACK_S = 1.5  # scheduling on a loaded two-core host; a stretched deadline shows up past it
+
+
+def test_a_run_past_its_deadline_ends_at_the_deadline(pool: SandboxPool):
+    r = pool.run("while True:\n    pass\n", timeout=1.0)
+    assert r.status == "timeout"
+    assert 1.0 <= r.duration < 1.0 + SLACK_S
+
+
+def test_a_run_within_its_deadline_finishes_ok(pool: SandboxPool):
+    r = pool.run("import time\ntime.sleep(0.2)\nprint('done')\n", timeout=3.0)
+    assert (r.status, r.stdout) == ("ok", "done\n")
+    assert 0.2 <= r.duration < 3.0
+
+
+def test_output_is_cut_at_the_cap_and_the_rest_is_counted(pool: SandboxPool):
+    limits = Limits(output=1000)
+    r = pool.run("import sys\nsys.stdout.write('x' * 5000)\n", limits=limits, timeout=5.0)
+    assert r.status == "ok"
+    assert r.stdout == "x" * 1000
+    assert r.stdout_dropped == 4000 and r.truncated
+    assert r.text().endswith("[... 4000 more bytes of stdout dropped]")
+
+
+def test_output_exactly_at_the_cap_is_kept_whole(pool: SandboxPool):
+    r = pool.run("import sys\nsys.stdout.write('y' * 1000)\n", limits=Limits(output=1000))
+    assert (r.status, r.stdout, r.stdout_dropped, r.truncated) == ("ok", "y" * 1000, 0, False)
+
+
+def test_an_output_flood_is_stopped_as_output_limit(pool: SandboxPool):
+    code = "import sys\nwhile True:\n    sys.stdout.write('z' * 65536)\n    sys.stdout.flush()\n"
+    r = pool.run(code, limits=Limits(output=1000), timeout=20.0)
+    assert r.status == "output_limit"
+    assert r.stdout == "z" * 1000
+    assert r.stdout_dropped > 16 * 1000
+    assert r.duration < 20.0
+
+
+def test_memory_past_the_cap_is_refused_and_below_it_allowed(pool: SandboxPool):
+    limits = Limits(memory=128 << 20)
+    small = pool.run("x = bytearray(16 << 20)\nprint(len(x))\n", limits=limits, timeout=10.0)
+    assert (small.status, small.stdout) == ("ok", f"{16 << 20}\n")
+    big = pool.run("x = bytearray(1 << 30)\nprint('ALLOCATED')\n", limits=limits, timeout=10.0)
+    assert big.status in ("error", "killed")
+    assert "ALLOCATED" not in big.stdout
