@@ -81,7 +81,7 @@ TARGETS: tuple[Target, ...] = (
             "AgentEnv.snapshot",
             "AgentEnv.restore",
         ),
-        ("tests/test_core_contract.py",),
+        ("tests/test_core_contract_boundaries.py", "tests/test_core_contract.py"),
         limit=30,
     ),
     Target(
@@ -99,6 +99,7 @@ TARGETS: tuple[Target, ...] = (
             "fold_answer_calls",
         ),
         (
+            "tests/test_parsing_boundaries.py",
             "tests/test_parsing.py",
             "tests/test_parsing_depth.py",
             "tests/test_core_parser_errors.py",
