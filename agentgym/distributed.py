@@ -11,7 +11,10 @@ Placement
     ``i // envs_per_actor``). An actor asks Ray for ``num_cpus`` (fractional is fine: 0.25
     puts four actors on a core) and any custom ``resources`` (e.g. ``{"browser": 1}`` on a
     node started with ``--resources='{"browser": 8}'`` places at most eight browser actors
-    there).
+    there). ``placement="spread"`` spreads the actors over the nodes that can host them
+    (Ray's ``SPREAD`` strategy: round-robin over the feasible nodes), so the loss of one
+    node costs a share of the pool, not all of it; the default packs them where Ray likes.
+    :meth:`RayEnvPool.actor_nodes` says where each actor runs.
 
 Async actors
     ``async_actor=True`` makes each actor an asyncio actor whose env calls run in threads,
@@ -29,7 +32,10 @@ Failure
 Replacement
     An actor that died *for good* (``max_restarts`` used up, ``ray.kill(..., no_restart=True)``,
     its creation raised, its node gone) is replaced by a new actor built from the same
-    factories, and a warning says so. Replacements of one actor are spaced out with
+    factories, and a warning says so. Restarted and replacement actors are placed like the
+    first ones, on the nodes alive at that time: when a node dies, its actors come back on
+    the surviving nodes (or on a node added since) once Ray has noticed the death (its
+    health checks: about 15-30 s with Ray's defaults). Replacements of one actor are spaced out with
     exponential backoff (``replace_backoff_s``, doubling up to ``max_replace_backoff_s``;
     back to the start once the new actor answers), so a factory that crashes at start-up
     does not spin. ``reset`` waits out a backoff window (within ``start_timeout_s``);
@@ -126,6 +132,11 @@ class _EnvHost:
     def pid(self) -> int:
         return os.getpid()
 
+    def node_id(self) -> str:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
     def reset(self, slot: int, seed: int | None, options: dict | None) -> tuple:
         return self.envs[slot].reset(seed=seed, options=options)
 
@@ -155,6 +166,9 @@ class _AsyncEnvHost(_EnvHost):
 
     async def call(self, slot: int, name: str, args: tuple, kwargs: dict) -> Any:  # type: ignore[override]
         return await asyncio.to_thread(_EnvHost.call, self, slot, name, args, kwargs)
+
+    async def node_id(self) -> str:  # type: ignore[override]
+        return _EnvHost.node_id(self)
 
     async def get_attr(self, slot: int, name: str) -> Any:  # type: ignore[override]
         return _EnvHost.get_attr(self, slot, name)
@@ -187,6 +201,10 @@ class RayEnvPool:
         ray_init: Keyword arguments for a local ``ray.init`` (e.g. ``{"num_cpus": 2}``).
         actor_options: Extra ``.options(...)`` for the actors (``scheduling_strategy``,
             ``runtime_env``...).
+        placement: ``"default"`` (Ray's default scheduling, which packs actors onto few
+            nodes) or ``"spread"`` (round-robin over the nodes that have the CPUs and
+            ``resources`` asked for). A ``scheduling_strategy`` in ``actor_options`` is the
+            finer-grained alternative (placement groups, node affinity); give one or the other.
     """
 
     def __init__(
@@ -207,6 +225,7 @@ class RayEnvPool:
         address: str | None = None,
         ray_init: Mapping[str, Any] | None = None,
         actor_options: Mapping[str, Any] | None = None,
+        placement: str = "default",
     ):
         if not env_fns:
             raise InvalidConfigError("RayEnvPool needs at least one env factory.")
@@ -214,6 +233,7 @@ class RayEnvPool:
             raise InvalidConfigError(f"envs_per_actor must be >= 1, got {envs_per_actor}.")
         if timeout_s <= 0:
             raise InvalidConfigError(f"timeout_s must be > 0, got {timeout_s}.")
+        strategy = _scheduling_strategy(placement, actor_options or {})
         ray = ensure_ray(address, **dict(ray_init or {}))
         self._ray = ray
         self.num_envs = len(env_fns)
@@ -231,6 +251,8 @@ class RayEnvPool:
             options["resources"] = dict(resources)
         if async_actor:
             options["max_concurrency"] = max_concurrency or max(envs_per_actor, 1)
+        if strategy:
+            options["scheduling_strategy"] = strategy
         options.update(actor_options or {})
         remote_cls = ray.remote(host_cls).options(**options)
         self._remote_cls = remote_cls
@@ -325,39 +347,55 @@ class RayEnvPool:
         """Restart hung actors, replace dead ones; returns the actors still dead (backoff)."""
         self._restart_hung(indices, results)
         lost: set[int] = set()
+        died: set[int] = set()  # Ray said the actor died (not "temporarily unavailable")
         for i, (status, value) in zip(indices, results):
             a = i // self.envs_per_actor
             if status == "ok":
                 self._streak[a] = 0
             elif _actor_lost(status, value) and status != "timeout":
                 lost.add(a)
+                if not _actor_restarting(status, value):
+                    died.add(a)
         waiting = set()
-        for a in sorted(lost):
-            if self._actor_dead_for_good(a) and not self._replace(a):
+        for a in sorted(self._dead_for_good(lost, died)):
+            if not self._replace(a):
                 waiting.add(a)
         return waiting
 
-    def _actor_dead_for_good(self, a: int) -> bool:
-        """Ray's actor table says DEAD: it will not restart this actor."""
-        actor_id = self.actors[a]._actor_id.hex()
+    def _dead_for_good(self, lost: set[int], died: set[int], wait_s: float = 10.0) -> set[int]:
+        """The actors among ``lost`` that Ray's actor table says are DEAD (no restart).
+
+        For the actors in ``died`` (Ray raised ActorDiedError) "ALIVE" is news that has not
+        reached the table yet: look again, all of them together, for up to ``wait_s`` (on a
+        loaded machine the table took more than 2 s to learn of a killed process). The
+        others were only "temporarily unavailable": restarting, or on a node that stopped
+        answering, which the table calls ALIVE until Ray's health checks give up on it
+        (15 s or more by default). Those are read once, and a later call (a ``reset``, which
+        waits for restarts anyway) looks again, so a lost node never holds up a ``step``.
+        """
         try:
             from ray._private import state
         except ImportError as exc:  # the table is a Ray internal: if it moves, say so, go on
             logger.warning("agentgym: cannot read Ray's actor table (%s); no replacement", exc)
-            return False
-        # A call just failed on this actor: "ALIVE" is news that has not reached the table
-        # yet (the process is gone), so look again for a while (up to 10 s: on a loaded
-        # machine the table took more than 2 s to learn of a kill).
-        for _ in range(200):
-            try:
-                info = state.actors(actor_id=actor_id) or {}
-            except Exception as exc:
-                logger.warning("agentgym: cannot read Ray's actor table (%s)", exc)
-                return False
-            if info.get("State") != "ALIVE":
-                return info.get("State") == "DEAD"
+            return set()
+        ids = {a: self.actors[a]._actor_id.hex() for a in lost}
+        dead: set[int] = set()
+        deadline = time.monotonic() + wait_s
+        while ids:
+            for a, actor_id in list(ids.items()):
+                try:
+                    info = state.actors(actor_id=actor_id) or {}
+                except Exception as exc:
+                    logger.warning("agentgym: cannot read Ray's actor table (%s)", exc)
+                    return dead
+                if info.get("State") != "ALIVE" or a not in died:
+                    del ids[a]
+                    if info.get("State") == "DEAD":
+                        dead.add(a)
+            if not ids or time.monotonic() >= deadline:
+                break
             time.sleep(0.05)
-        return False
+        return dead
 
     def _replace(self, a: int) -> bool:
         """Replace dead actor ``a`` unless inside its backoff window; True if replaced."""
@@ -516,6 +554,15 @@ class RayEnvPool:
         """The process id of each actor (for diagnostics and crash tests)."""
         return [v for _, v in self._gather([a.pid.remote() for a in self.actors])]
 
+    def actor_nodes(self) -> list[str | None]:
+        """The Ray node id (hex) each actor runs on; None for an actor that did not answer.
+
+        Actor ``a`` holds envs ``a * envs_per_actor`` onwards. Compare with
+        ``ray.nodes()`` or ``ray.get_runtime_context().get_node_id()``.
+        """
+        results = self._gather([a.node_id.remote() for a in self.actors])
+        return [value if status == "ok" else None for status, value in results]
+
     def close(self) -> None:
         """Close every env and end the actors. Safe to call twice."""
         if self._closed:
@@ -554,6 +601,33 @@ def start_deadline(start_timeout_s: float, timeout_s: float) -> tuple[float, str
         f"timeout_s={timeout_s:g}; the start_timeout_s={start_timeout_s:g} passed is raised "
         "to it, as start-up and reset never get less time than a step"
     )
+
+
+PLACEMENTS = ("default", "spread")
+
+
+def _scheduling_strategy(placement: str, actor_options: Mapping[str, Any]) -> str | None:
+    """The Ray scheduling strategy for ``placement`` (None: leave Ray's default).
+
+    Examples:
+        >>> _scheduling_strategy("spread", {})
+        'SPREAD'
+        >>> _scheduling_strategy("default", {}) is None
+        True
+    """
+    if placement not in PLACEMENTS:
+        raise InvalidConfigError(
+            f"placement must be one of {PLACEMENTS}, got {placement!r}. Use "
+            "actor_options={'scheduling_strategy': ...} for placement groups or node affinity."
+        )
+    if placement == "default":
+        return None
+    if "scheduling_strategy" in actor_options:
+        raise InvalidConfigError(
+            f"placement={placement!r} and actor_options['scheduling_strategy'] both choose "
+            "where actors go; pass only one of them."
+        )
+    return "SPREAD"
 
 
 def _describe(exc: BaseException) -> str:

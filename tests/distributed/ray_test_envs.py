@@ -1,9 +1,12 @@
-"""Env factories for the Ray pool tests (pickled by value to the Ray workers)."""
+"""Env factories for the Ray pool tests (pickled by value to the Ray workers), and a node killer."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import time
+from pathlib import Path
 
 import gymnasium as gym
 
@@ -23,3 +26,27 @@ def make_misbehaving():
     import agentgym  # noqa: F401
 
     return Misbehaving(gym.make("agentgym/Sokoban-Tiny-v0"))
+
+
+def _children(pid: int) -> list[int]:
+    """Process ids whose parent is ``pid`` (Linux /proc)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            # "pid (comm) state ppid ...": comm may hold spaces, so split after its ")"
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                out.append(int(stat.parent.name))
+    return out
+
+
+def kill_node(cluster, node) -> None:
+    """Kill a worker node of a ``ray.cluster_utils.Cluster`` the hard way, as a crash would.
+
+    ``Cluster.remove_node`` ends the node's raylet but not the workers it started (actors
+    go on answering calls for a while); a real node failure takes them all down at once.
+    """
+    for pid in _children(node.all_processes["raylet"][0].process.pid):  # actors, agents
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    cluster.remove_node(node, allow_graceful=False)
