@@ -320,6 +320,8 @@ class TextBrowser:
         self.history: list[str] = []
         self.focus: Node | None = None
         self.infra_error = False
+        #: What the last action did besides its plain effect (as the browser session reports).
+        self.notice: str | None = None
 
     @property
     def url(self) -> str:
@@ -502,9 +504,21 @@ class TextBrowser:
         return f"dropdown [{bid}] has no option {option!r}; options: {names}"
 
     def press(self, key: str) -> str | None:
+        """Enter in a form's input submits it. With Shift/Control/Meta a browser would submit
+        into a new window; like the browser session's page helper, it is submitted here."""
+        held = set()
+        while key.startswith(("Shift+", "Control+", "Meta+")):
+            mod, key = key.split("+", 1)
+            held.add(mod)
         if key == "Enter" and self.focus is not None and self.focus.tag == "input":
             form = self.focus.ancestor("form")
             if form is not None:
+                if held:
+                    combo = "+".join(m for m in ("Control", "Meta", "Shift") if m in held)
+                    self.notice = (
+                        f"{combo}+Enter would submit the form into a new window; "
+                        "it was submitted in this tab"
+                    )
                 return self._submit(form, None)
         return None
 

@@ -1,10 +1,19 @@
-"""The browser pool: one Chromium per process, env slots as tabs, one event loop.
+"""The browser pool: one Chromium per process, a context per env slot, one event loop.
 
 :class:`BrowserRuntime` owns a background thread running an asyncio loop, the async
-Playwright driver, one Chromium (Debian's binary, launched through ``executable_path``), one
-browser context and the :class:`~agentgym.simulators.browser.server.SiteServer`. Envs hold a
-:class:`Slot`: a tab on its own origin plus the site behind it. Envs on several threads step
-concurrently (their coroutines interleave on the loop); every call has a timeout.
+Playwright driver, one Chromium (Debian's binary, launched through ``executable_path``) and
+the :class:`~agentgym.simulators.browser.server.SiteServer`. Envs hold a :class:`Slot`: a
+browser context of its own with one tab on its own origin, plus the site behind it. Every
+page, popup, dialog and download of a slot belongs to its context and is closed with it, so
+closing an env leaves nothing behind in the shared Chromium. A slot is one tab: the page
+helper folds new-window requests (``target=_blank``, ``window.open``, Shift/Ctrl+Enter or
+click) into that tab, and a window that opens anyway is closed at once and reported
+(:attr:`Slot.popups`). Envs on several threads step concurrently (their coroutines interleave
+on the loop); every call has a timeout.
+
+A forked child never uses its parent's runtime: the loop thread does not survive ``fork``,
+so an ``os.register_at_fork`` hook drops the inherited runtime in the child, whose first
+browser env then starts its own Chromium (Gymnasium's async vector envs fork their workers).
 
 Faults are contained per slot: a crashed renderer or a closed tab gets a fresh tab that
 reopens the slot's current address (the site's state lives in Python, so nothing the server
@@ -139,6 +148,10 @@ class Slot:
     resets: int = 0
     lock: asyncio.Lock | None = None
     events: list[str] = field(default_factory=list)
+    context: Any = None
+    popups: int = 0
+    """Windows the slot's page opened although the page helper folds them (closed at once)."""
+    popup_seen: asyncio.Event | None = None
 
 
 class BrowserRuntime:
@@ -175,7 +188,6 @@ class BrowserRuntime:
         self._next_slot = 0
         self._pw: Any = None
         self._browser: Any = None
-        self._context: Any = None
         self._alive = False
         self._closed = False
         self._launch_lock: asyncio.Lock | None = None
@@ -219,6 +231,10 @@ class BrowserRuntime:
     async def _start(self) -> None:
         self._launch_lock = asyncio.Lock()
         await self.server.start()
+        import re
+
+        port = self.server.port
+        self._off_site = re.compile(rf"^(?!http://(s\d+\.)?localhost:{port}/|data:|about:)")
         before = set(_driver_children())
         self._pw = await self._async_playwright().start()
         self._driver_pids = [pid for pid in _driver_children() if pid not in before]
@@ -263,7 +279,13 @@ class BrowserRuntime:
             if self.sandboxed is None:
                 self.sandboxed = False
             self._browser = await self._launch_chromium(self.sandboxed)
-        self._context = await self._browser.new_context(
+        self._browser.on("disconnected", self._on_disconnect)
+        self._alive = True
+        self.generation += 1
+
+    async def _new_context(self) -> Any:
+        """A fresh browser context for one slot: the page helper, and no way off the site."""
+        context = await self._browser.new_context(
             viewport=VIEWPORT,
             device_scale_factor=1,
             service_workers="block",
@@ -271,18 +293,12 @@ class BrowserRuntime:
             locale="en-US",
             timezone_id="UTC",
         )
-        self._context.set_default_timeout(10_000)
-        await self._context.add_init_script(script=static_text("agent.js"))
-        port = self.server.port
+        context.set_default_timeout(10_000)
+        await context.add_init_script(script=static_text("agent.js"))
         # Intercept only what is NOT the site server (the pattern is matched by the driver,
         # so allowed requests pay nothing) and abort it.
-        import re
-
-        allowed = re.compile(rf"^(?!http://(s\d+\.)?localhost:{port}/|data:|about:)")
-        await self._context.route(allowed, self._block)
-        self._browser.on("disconnected", self._on_disconnect)
-        self._alive = True
-        self.generation += 1
+        await context.route(self._off_site, self._block)
+        return context
 
     async def _block(self, route: Any) -> None:
         logger.info("blocked request to %s", route.request.url[:200])
@@ -357,12 +373,17 @@ class BrowserRuntime:
         return slot
 
     def close_slot(self, slot: Slot) -> None:
+        """Forget the slot and close its context: its tab and anything the tab opened."""
         self.server.sites.pop(slot.id, None)
         self._slots.pop(slot.id, None)
-        if slot.page is not None and not self._closed:
+        context, slot.context, slot.page = slot.context, None, None
+        if context is not None and not self._closed:
             with contextlib.suppress(Exception):
-                self.call(self._close_page(slot.page), timeout=5.0)
-            slot.page = None
+                self.call(self._close_context(context), timeout=10.0)
+
+    async def _close_context(self, context: Any) -> None:
+        with contextlib.suppress(Exception):
+            await context.close()
 
     async def _close_page(self, page: Any) -> None:
         with contextlib.suppress(Exception):
@@ -386,10 +407,10 @@ class BrowserRuntime:
             asyncio.get_running_loop().create_task(self._close_page(page))
         slot.page = None
         try:
-            page = await self._context.new_page()
+            page = await self._new_page(slot)
         except Exception:
             await self._ensure_browser_forced()
-            page = await self._context.new_page()
+            page = await self._new_page(slot)
         slot.crashed = False
         slot.generation = self.generation
 
@@ -399,11 +420,29 @@ class BrowserRuntime:
         def on_load(*_: Any) -> None:
             slot.loads += 1
 
+        def on_popup(popup: Any) -> None:
+            slot.popups += 1
+            if slot.popup_seen is not None:
+                slot.popup_seen.set()
+            asyncio.get_running_loop().create_task(self._close_page(popup))
+
         page.on("crash", on_crash)
         page.on("domcontentloaded", on_load)
+        page.on("popup", on_popup)
         page.set_default_timeout(10_000)
         slot.page = page
         return True
+
+    async def _new_page(self, slot: Slot) -> Any:
+        """A tab in the slot's context (a new context when the browser has restarted)."""
+        if slot.context is None or slot.generation != self.generation:
+            old, slot.context = slot.context, None
+            if old is not None:
+                asyncio.get_running_loop().create_task(self._close_context(old))
+            slot.context = await self._new_context()
+        if slot.popup_seen is None:
+            slot.popup_seen = asyncio.Event()
+        return await slot.context.new_page()
 
     async def _ensure_browser_forced(self) -> None:
         self._alive = False
@@ -488,7 +527,23 @@ class BrowserRuntime:
     def slots(self) -> dict[int, Slot]:
         return dict(self._slots)
 
+    def open_pages(self) -> tuple[int, int]:
+        """(contexts, pages) open in this runtime's Chromium right now, as the driver sees them."""
+
+        async def count() -> tuple[int, int]:
+            if self._browser is None or not self._browser.is_connected():
+                return 0, 0
+            contexts = self._browser.contexts
+            return len(contexts), sum(len(c.pages) for c in contexts)
+
+        return self.call(count(), 10.0)
+
     # -- shutdown --------------------------------------------------------------------------
+
+    def _abandon(self) -> None:
+        """Make this copy inert (a forked child's view of its parent's runtime): calls fail
+        at once and ``close`` touches nothing, since the browser is the parent's."""
+        self._closed = True
 
     def close(self) -> None:
         """Close the browser, the server and the loop thread. Idempotent."""
@@ -537,6 +592,23 @@ def get_runtime(factory: Callable[[], BrowserRuntime] | None = None) -> BrowserR
             _RUNTIME = (factory or BrowserRuntime)()
             atexit.register(_RUNTIME.close)
         return _RUNTIME
+
+
+def _drop_inherited_runtime() -> None:
+    """In a forked child: forget the parent's runtime, which is only half there.
+
+    ``fork`` copies the runtime object but not its loop thread, so a call on it would wait
+    forever, and its Playwright pipes and Chromium belong to the parent. The child marks it
+    abandoned (its ``close`` then does nothing, also at exit) and starts its own on first use.
+    """
+    global _RUNTIME, _RUNTIME_LOCK
+    _RUNTIME_LOCK = threading.Lock()  # another thread may have held it at the fork
+    inherited, _RUNTIME = _RUNTIME, None
+    if inherited is not None:
+        inherited._abandon()
+
+
+os.register_at_fork(after_in_child=_drop_inherited_runtime)
 
 
 def shutdown_runtime() -> None:

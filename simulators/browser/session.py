@@ -186,7 +186,10 @@ class BrowserSession:
             )
         elif fresh_tab and self.slot.url and not navigates:
             await self._reopen()
-        assert self.slot.lock is not None
+        assert self.slot.lock is not None and self.slot.popup_seen is not None
+        if self.slot.popup_seen.is_set():  # opened after the last action had been observed
+            self.slot.popup_seen.clear()
+            self.notice = "the page opened a new window; it was closed (a session is one tab)"
         async with self.slot.lock:
             return await coro
 
@@ -238,20 +241,48 @@ class BrowserSession:
                 url = data.get("href", "")
                 if not url.startswith(self.slot.origin + "/"):
                     raise BrowserError(f"the page left the site ({url[:80]})")
+                if data.get("folded"):
+                    self.notice = str(data["folded"])
                 obs = PageObservation.from_js(data)
                 self.slot.url = url[len(self.slot.origin) :]
                 self._last = obs
                 return obs
-            if self.slot.loads == loads_before:
-                try:
-                    await page.wait_for_event(
-                        "domcontentloaded", timeout=self.navigation_timeout * 1000
-                    )
-                except Exception:
-                    await page.evaluate(_RESET_LEAVING_JS)
-                    raise BrowserError("a navigation did not finish in time") from None
+            if self.slot.loads == loads_before and not await self._wait_for_load(page):
+                await page.evaluate(_RESET_LEAVING_JS)
+                raise BrowserError("a navigation did not finish in time") from None
             loads_before = self.slot.loads
         raise BrowserError("the page kept navigating")
+
+    async def _wait_for_load(self, page: Any) -> bool:
+        """Wait for the tab's next load; False on timeout. A window the page opened instead
+        (the page helper folds them, so this is a safety net) is closed by the runtime: the
+        tab is then not navigating, and the wait ends at once with a notice."""
+        seen = self.slot.popup_seen
+        assert seen is not None
+        if seen.is_set():
+            seen.clear()
+            return await self._popup_refused(page)
+        load = asyncio.ensure_future(
+            page.wait_for_event("domcontentloaded", timeout=self.navigation_timeout * 1000)
+        )
+        popup = asyncio.ensure_future(seen.wait())
+        try:
+            await asyncio.wait({load, popup}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (load, popup):
+                task.cancel()
+            await asyncio.gather(load, popup, return_exceptions=True)
+        if load.done() and not load.cancelled() and load.exception() is None:
+            return True
+        if seen.is_set():
+            seen.clear()
+            return await self._popup_refused(page)
+        return False
+
+    async def _popup_refused(self, page: Any) -> bool:
+        self.notice = "the page opened a new window; it was closed (a session is one tab)"
+        await page.evaluate(_RESET_LEAVING_JS)
+        return True
 
     async def _after(self, loads_before: int, error: str | None = None) -> str | None:
         try:

@@ -97,6 +97,11 @@ async () => {
   window.__agNext = next;
   let search = location.search;
   try { search = decodeURIComponent(search.replace(/\+/g, " ")); } catch (e) {}
+  let folded = null;  // a new-window request the page helper folded into this tab (agent.js)
+  try {
+    folded = sessionStorage.getItem("__agFolded");
+    if (folded !== null) sessionStorage.removeItem("__agFolded");
+  } catch (e) {}
   return { leaving: false, lines, elements, title: norm(document.title),
-           url: location.pathname + search, href: location.href };
+           url: location.pathname + search, href: location.href, folded };
 }
