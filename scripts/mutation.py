@@ -213,21 +213,29 @@ TARGETS: tuple[Target, ...] = (
         "code-answers",
         "envs/code/answers.py",
         ("normalize", "as_fraction", "_close", "answers_match"),
-        ("tests/code_envs/test_code_env_math.py", "tests/sandbox/test_sandbox_answers.py"),
+        (
+            "tests/test_family_grading_boundaries.py",
+            "tests/code_envs/test_code_env_math.py",
+            "tests/sandbox/test_sandbox_answers.py",
+        ),
         limit=15,
     ),
     Target(
         "visual-grading",
         "envs/visual/grading.py",
         (),
-        ("tests/visual/test_visual_env.py", "tests/visual/test_visual_doctests.py"),
+        (
+            "tests/test_family_grading_boundaries.py",
+            "tests/visual/test_visual_env.py",
+            "tests/visual/test_visual_doctests.py",
+        ),
         limit=15,
     ),
     Target(
         "search-metrics",
         "envs/search/metrics.py",
         (),
-        ("tests/search/test_search_metrics.py", "tests/search/test_search_doctests.py"),
+        ("tests/test_family_grading_boundaries.py", "tests/search/test_search_metrics.py"),
         limit=10,
     ),
     Target(
@@ -248,7 +256,10 @@ TARGETS: tuple[Target, ...] = (
         "users-credit",
         "envs/users/credit.py",
         (),
-        ("tests/users/test_users_core.py",),
+        (
+            "tests/test_family_grading_boundaries.py",
+            "tests/users/test_users_core.py",
+        ),
         limit=10,
     ),
 )

@@ -176,3 +176,20 @@ def test_the_snapshot_keeps_the_actions_in_order():
     env.step(ADD1)
     env.step("x")
     assert env.snapshot().actions == (ADD1, "x")
+
+
+def test_the_parsers_complaint_reaches_the_model_once():
+    env = SumEnv()
+    env.reset(seed=0)
+    # SumEnv's own text leaves the parse error out: the base class appends it
+    obs, _, _, _, info = env.step("<tool_call>")
+    assert obs["text"] == (
+        "Reply with <answer>N</answer>.\nInvalid action: "
+        "a <tool_call> tag is not closed: end each call with </tool_call>."
+    )
+    assert info["error"] == "a <tool_call> tag is not closed: end each call with </tool_call>."
+    # CounterEnv's text already quotes it: not repeated
+    counter = CounterEnv()
+    counter.reset(seed=0)
+    text = counter.step("<tool_call>")[0]["text"]
+    assert text.count("is not closed") == 1 and "Invalid action:" not in text
