@@ -10,9 +10,13 @@ Examples::
         --model Qwen/Qwen2.5-7B-Instruct --episodes 50 --num-envs 16 --record eval.agtr
 
 Plays ``--episodes`` tasks of ``--split`` (default ``test``: tasks disjoint from the
-training split; task k is reset with seed ``--seed`` + k), through the same rollout loop as
-training, so a trained checkpoint sees the input it was trained on (its history window is
-read from the checkpoint). One mode by default: greedy (temperature 0), or sampled when
+training split; task k is reset with seed ``--seed`` + k), through the asynchronous rollout
+engine (:mod:`agentgym.rollout`: ``--num-envs`` episodes in flight, each stepped as soon as
+its own action arrives), with the same chat input as training, so a trained checkpoint sees
+the input it was trained on (its history window is read from the checkpoint). An episode
+ended by an infrastructure failure (env crash or timeout, a policy request that failed
+after its retries) is counted in the summary, never scored, and played again from reset;
+one that fails on the policy server twice stops the run, keeping every finished episode. One mode by default: greedy (temperature 0), or sampled when
 ``--temperature`` > 0 or ``--samples-per-task`` > 1 asks for sampling; ``--mode both``
 plays every task both ways. ``--samples-per-task K`` plays each task K times and adds
 pass@k (some of k samples succeed) and pass^k (all k succeed) to the summary.
@@ -351,6 +355,9 @@ class EpisodeRows:
     def __init__(self, path: str | None):
         self.path = path
         self.rows: list[dict[str, Any]] = []
+        self.failures: list[str] = []
+        """Attempts ended by an infrastructure failure (``mode seed N: cause``): counted in
+        the summary, never scored."""
         self._file = open(path, "w", encoding="utf-8") if path else None  # noqa: SIM115
 
     def add(self, row: dict[str, Any]) -> None:
@@ -413,6 +420,16 @@ def _print_summary(
             for k in ks:
                 at, hat = table[f"pass@{k}"][0], table[f"pass^{k}"][0]
                 print(f"{k:>4} {_number(at):>8} {_number(hat):>8}")
+    if rows.failures:
+        kinds: dict[str, int] = {}
+        for line in rows.failures:
+            kind = line.split(": ", 1)[1].split(":", 1)[0]
+            kinds[kind] = kinds.get(kind, 0) + 1
+        causes = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+        print(
+            f"infra failures: {len(rows.failures)} attempts ({causes}); a failed attempt is "
+            f"played again from reset, and none is scored (e.g. {rows.failures[0]})"
+        )
     if args.out:
         print(f"per-episode results: {args.out}")
     if args.record:
@@ -434,8 +451,12 @@ def _evaluate(
     """Play each mode's episodes, adding each to ``rows`` (and ``--record``) as it ends."""
     from contextlib import nullcontext
 
+    from tqdm.auto import tqdm
+
     from agentgym.registry import get_record
-    from agentgym.rl.heldout import heldout_eval, temperature
+    from agentgym.rl.heldout import temperature
+    from agentgym.rollout import EpisodeCallbacks
+    from agentgym.rollout.heldout import engine_heldout
     from agentgym.trajectory import Recorder
 
     samples = args.samples_per_task
@@ -459,37 +480,47 @@ def _evaluate(
                     seed=args.seed if samples == 1 else None,
                     meta={"mode": mode, "policy": name},
                 )
-            record_end = callbacks.get("on_end")
+            bar = tqdm(
+                total=args.episodes * samples,
+                desc=f"eval {args.split} {mode}",
+                unit="ep",
+                disable=not progress_wanted(args.no_progress),
+                leave=False,
+            )
 
-            def on_end(slot: int, summary: Any, mode: str = mode, record_end: Any = record_end):
-                if record_end is not None:
-                    record_end(slot, summary)
+            def on_episode(ep: Any, mode: str = mode, bar: Any = bar) -> None:
+                if ep.status != "done":
+                    rows.failures.append(f"{mode} seed {ep.seed}: {ep.cause}")
+                    return
+                bar.update(1)
                 rows.add(
                     {
                         "mode": mode,
                         "split": args.split,
-                        "task_id": summary.task_id,
-                        "seed": summary.seed,
-                        "sample": summary.episode % samples,
-                        "success": bool(summary.success),
-                        "total_reward": float(summary.total_reward),
-                        "turns": summary.turns,
+                        "task_id": ep.task_id,
+                        "seed": ep.seed,
+                        "sample": ep.index % samples,
+                        "success": bool(ep.success),
+                        "total_reward": float(ep.total_reward),
+                        "turns": len(ep.steps),
                     }
                 )
 
             sampled_temperature = args.temperature if mode == "sampled" else None
-            with temperature(policy, sampled_temperature):
-                heldout_eval(
-                    args.env_id,
-                    policy,
-                    episodes=args.episodes,
-                    split=args.split,
-                    greedy=mode == "greedy",
-                    env_kwargs=env_kwargs,
-                    history_turns=history,
-                    num_envs=args.num_envs,
-                    seed=args.seed,
-                    progress=progress_wanted(args.no_progress),
-                    samples_per_task=samples,
-                    **{**callbacks, "on_end": on_end},
-                )
+            try:
+                with temperature(policy, sampled_temperature):
+                    engine_heldout(
+                        args.env_id,
+                        policy,
+                        episodes=args.episodes,
+                        split=args.split,
+                        greedy=mode == "greedy",
+                        env_kwargs=env_kwargs,
+                        history_turns=history,
+                        num_envs=args.num_envs,
+                        seed=args.seed,
+                        samples_per_task=samples,
+                        callbacks=EpisodeCallbacks(**callbacks, on_episode=on_episode),
+                    )
+            finally:
+                bar.close()

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from agentgym.rollout.engine import InfraFailure, RolloutConfig, RolloutEngine
+from agentgym.rollout.engine import EpisodeCallbacks, InfraFailure, RolloutConfig, RolloutEngine
 from agentgym.rollout.policy import AsyncHTTPPolicy, AsyncPolicy, BatchingPolicy, as_async
 from agentgym.rollout.records import Collection, CollectionSummary, Episode, Group
 from agentgym.rollout.sources import EnvSlot, EnvSource, LocalEnvSource, PoolEnvSource
@@ -28,6 +28,7 @@ __all__ = [
     "EnvSlot",
     "EnvSource",
     "Episode",
+    "EpisodeCallbacks",
     "Group",
     "InfraFailure",
     "LocalEnvSource",

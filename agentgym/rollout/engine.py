@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agentgym.agents.base import Generation, Policy, PolicyInput
+from agentgym.agents.http import PolicyRequestError
+from agentgym.episodes import EpisodeSummary, StepEvent
 from agentgym.error import InvalidConfigError
 from agentgym.rl.rollouts import Chat, StepRecord, merge_step_info
 from agentgym.rollout.policy import AsyncPolicy, as_async
@@ -77,6 +79,38 @@ class RolloutConfig:
                 f"max_in_flight ({self.max_in_flight}) must hold at least one group "
                 f"(group_size {self.group_size})."
             )
+
+
+@dataclass
+class EpisodeCallbacks:
+    """What the engine tells its caller about each episode as it happens.
+
+    ``on_reset(slot, k, obs, info)``, ``on_step(event)`` and ``on_end(slot, summary)`` have
+    the signatures of :func:`agentgym.episodes.play`'s callbacks, so
+    :meth:`agentgym.trajectory.Recorder.play_callbacks` records engine rollouts unchanged:
+    ``slot`` is the attempt's trajectory id and ``k`` the episode's index (group order x
+    ``group_size`` + member, as :func:`agentgym.rl.rollouts.group_rollouts` numbers them).
+    An attempt ended by an infrastructure failure gets ``on_end`` with the cause as the
+    summary's ``error``. ``on_episode(episode)`` sees every attempt as it ends (done or
+    failed). An exception raised by a callback stops the collection and is re-raised.
+    """
+
+    on_reset: Callable[[int, int, dict, dict], None] | None = None
+    on_step: Callable[[StepEvent], None] | None = None
+    on_end: Callable[[int, EpisodeSummary], None] | None = None
+    on_episode: Callable[[Episode], None] | None = None
+
+
+def caller_mistake(exc: BaseException) -> bool:
+    """A policy error that says the request itself is wrong (HTTP 4xx other than 408 and
+    429: a bad key, a refused message format): not infrastructure, so it stops the run."""
+    status = getattr(exc, "status", None)
+    return (
+        isinstance(exc, PolicyRequestError)
+        and status is not None
+        and 400 <= status < 500
+        and status not in (408, 429)
+    )
 
 
 class InfraFailure(Exception):
@@ -131,8 +165,10 @@ class RolloutEngine:
         policy: AsyncPolicy | Policy,
         seeds: Iterable[int],
         config: RolloutConfig | None = None,
+        callbacks: EpisodeCallbacks | None = None,
     ):
         self.config = config or RolloutConfig()
+        self.callbacks = callbacks or EpisodeCallbacks()
         if source.capacity is not None and source.capacity < self.config.max_in_flight:
             raise InvalidConfigError(
                 f"max_in_flight is {self.config.max_in_flight} but the env source has only "
@@ -144,6 +180,7 @@ class RolloutEngine:
         self._exhausted = False
         self._open: list[Group] = []
         self._next_traj = 0
+        self._groups_launched = 0
         self._collects = 0
         # spare threads: an env that timed out may still hold one
         self._executor = ThreadPoolExecutor(
@@ -184,7 +221,7 @@ class RolloutEngine:
         self._resume_carried(call)
         launched = 0
         k = self.config.group_size
-        while True:
+        while call.error is None:
             self._handle_ended(call)
             released += self._release(call)
             usable = sum(g.usable for g in released)
@@ -253,9 +290,11 @@ class RolloutEngine:
 
     # ---------------------------------------------------------------- scheduling
 
-    def _new_episode(self, group_id: str, seed: int, member: int, attempt: int = 0) -> Episode:
+    def _new_episode(
+        self, group_id: str, seed: int, member: int, index: int, attempt: int = 0
+    ) -> Episode:
         self._next_traj += 1
-        return Episode(group_id, seed, member, self._next_traj - 1, attempt)
+        return Episode(group_id, seed, member, self._next_traj - 1, attempt, index=index)
 
     def _launch_group(self, call: _Call) -> int:
         try:
@@ -264,9 +303,9 @@ class RolloutEngine:
             self._exhausted = True
             return 0
         gid = f"{self.config.group_prefix}{seed}"
-        group = Group(
-            gid, seed, [self._new_episode(gid, seed, m) for m in range(self.config.group_size)]
-        )
+        k, first = self.config.group_size, self._groups_launched * self.config.group_size
+        self._groups_launched += 1
+        group = Group(gid, seed, [self._new_episode(gid, seed, m, first + m) for m in range(k)])
         self._open.append(group)
         for ep in group.members:
             self._start(call, ep, group)
@@ -326,7 +365,7 @@ class RolloutEngine:
             if ep.attempt >= self.config.episode_retries:
                 continue
             group = next(g for g in self._open if ep in g.members)
-            retry = self._new_episode(ep.group_id, ep.seed, ep.member, ep.attempt + 1)
+            retry = self._new_episode(ep.group_id, ep.seed, ep.member, ep.index, ep.attempt + 1)
             group.members[ep.member] = retry
             group.retired.append(ep)
             summary.retries += 1
@@ -336,8 +375,15 @@ class RolloutEngine:
                 self._start(call, retry, group)
 
     def _release(self, call: _Call) -> list[Group]:
-        done = [g for g in self._open if g.ended]
-        self._open = [g for g in self._open if not g.ended]
+        """Take out the groups whose members all ended and were handled: a member whose
+        task has just ended may not have been through :meth:`_handle_ended` yet (its done
+        callback still queued), and its retry must find the group open."""
+
+        def settled(group: Group) -> bool:
+            return group.ended and not any(ep in call.tasks for ep in group.members)
+
+        done = [g for g in self._open if settled(g)]
+        self._open = [g for g in self._open if not settled(g)]
         if call.on_group is not None:
             for group in done:
                 call.on_group(group)
@@ -413,6 +459,8 @@ class RolloutEngine:
                 summary.env_seconds += time.perf_counter() - t0
                 ep.task_id, ep.info = str(info.get("task_id", "")), info
                 ep.chat = Chat.after_reset(obs, info)
+                if self.callbacks.on_reset is not None:
+                    self.callbacks.on_reset(ep.traj_id, ep.index, obs, info)
             chat = ep.chat
             while True:
                 if call.stopping:
@@ -430,14 +478,18 @@ class RolloutEngine:
                     return
                 except Exception as exc:
                     ep.pending = None
+                    if caller_mistake(exc):
+                        raise
                     raise InfraFailure("policy_error", f"{type(exc).__name__}: {exc}") from exc
                 finally:
-                    summary.policy_seconds += time.perf_counter() - t0
+                    policy_s = time.perf_counter() - t0
+                    summary.policy_seconds += policy_s
                 ep.pending = None
                 call.phase[ep] = "env"
                 t0 = time.perf_counter()
                 res = await self._env_call(ep.slot.step, gen.text)
-                summary.env_seconds += time.perf_counter() - t0
+                env_s = time.perf_counter() - t0
+                summary.env_seconds += env_s
                 summary.env_steps += 1
                 if res.info.get("env_error"):
                     raise InfraFailure("env_error", str(res.info["env_error"]))
@@ -462,13 +514,43 @@ class RolloutEngine:
                     ({"role": "assistant", "content": gen.text}, observation_message(res.obs))
                 )
                 ep.info = merge_step_info(ep.info, res.info)
+                if self.callbacks.on_step is not None:
+                    event = StepEvent.of(
+                        ep.traj_id, ep.index, gen, res, policy_s * 1e3, env_s * 1e3
+                    )
+                    self.callbacks.on_step(event)
                 if done:
                     ep.status = "done"
                     self.source.release(ep.slot, healthy=True)
                     ep.slot = None
+                    self._report_end(ep, res)
                     return
         except InfraFailure as failure:
-            ep.status, ep.cause = "infra_failure", str(failure)
+            ep.status, ep.cause, ep.error = "infra_failure", str(failure), failure.__cause__
             if ep.slot is not None:
                 self.source.release(ep.slot, healthy=False)
                 ep.slot = None
+            self._report_end(ep, None)
+
+    def _report_end(self, ep: Episode, last: Any) -> None:
+        """``on_end`` (for an attempt whose reset was reported) and ``on_episode``."""
+        callbacks = self.callbacks
+        if callbacks.on_end is not None and ep.chat is not None:
+            callbacks.on_end(
+                ep.traj_id,
+                EpisodeSummary(
+                    env_id="",
+                    episode=ep.index,
+                    seed=ep.seed,
+                    task_id=ep.task_id,
+                    turns=len(ep.steps),
+                    total_reward=ep.total_reward,
+                    success=ep.success,
+                    invalid_actions=sum(not s.valid for s in ep.steps),
+                    terminated=bool(last is not None and last.terminated),
+                    truncated=bool(last is not None and last.truncated),
+                    error=ep.cause,
+                ),
+            )
+        if callbacks.on_episode is not None:
+            callbacks.on_episode(ep)

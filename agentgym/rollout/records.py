@@ -27,10 +27,15 @@ class Episode:
     """Its place in the group (0..group_size-1); a retry takes the failed attempt's place."""
     traj_id: int
     attempt: int = 0
+    index: int = 0
+    """The episode's number in launch order (group order x group_size + member); a retry
+    keeps the failed attempt's."""
     task_id: str = ""
     status: Status = "pending"
     cause: str | None = None
     """Why an ``infra_failure`` happened (env crash, env timeout, policy error...)."""
+    error: BaseException | None = None
+    """The exception behind an ``infra_failure`` (None for a timeout or an env_error info)."""
     steps: list[StepRecord] = field(default_factory=list)
     step_collects: list[int] = field(default_factory=list)
     """For each step, the index of the collection call that asked for its generation."""
@@ -38,10 +43,10 @@ class Episode:
     chat: Chat | None = None
     info: dict[str, Any] = field(default_factory=dict)
     slot: Any = None
+    """The env slot it holds while running or paused (None before reset and after its end)."""
     pending: Any = None
     """``(request, policy_version, call index)`` of a policy request still in flight when a
     collect call stopped; the next call awaits it instead of asking again."""
-    """The env slot it holds while running or paused (None before reset and after its end)."""
 
     @property
     def ended(self) -> bool:
