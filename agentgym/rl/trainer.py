@@ -31,7 +31,7 @@ see :mod:`agentgym.rl.rundir`):
 * ``eval.csv`` — every held-out evaluation, from the untrained policy at env step 0;
 * ``tb/`` — the same metrics as TensorBoard event files (``train/*`` and ``test/*``) against
   env steps, when the ``tensorboard`` package is installed (``agentgym[train]``);
-* ``curve.png`` — training-rollout and held-out success against env steps;
+* ``curve.png`` — success (training rollouts, held-out), return and loss against env steps;
 * ``checkpoint.pt`` — policy, optimiser, RNG and iteration; ``resume=True`` continues;
   written every ``checkpoint_every`` iterations, at the end, and on Ctrl-C (at the last
   finished iteration: an interrupted rollout is dropped, an update always completes);
@@ -141,6 +141,11 @@ class TrainConfig:
     """Env pool size (concurrent chains)."""
     backend: str = "thread"
     """Env pool backend: ``thread``, ``process`` or ``sync``."""
+    rollout_engine: bool = False
+    """Collect ``grpo``/``gigpo`` rollouts through the asynchronous engine
+    (:func:`agentgym.rollout.training.collect_groups`): no barrier across envs, and a group
+    with an infrastructure failure (env crash or timeout) is retried, then left out of the
+    advantages instead of scored as zero. False: the lockstep ``group_rollouts``."""
     lr: float = 1e-3
     ppo_epochs: int = 2
     minibatch_size: int = 512
@@ -188,6 +193,10 @@ class TrainConfig:
     def validate(self) -> None:
         if self.algo not in ALGOS:
             raise InvalidConfigError(f"algo must be one of {ALGOS}, got {self.algo!r}.")
+        if self.rollout_engine and self.algo not in ("grpo", "gigpo"):
+            raise InvalidConfigError(
+                f"rollout_engine collects GRPO groups (algo grpo or gigpo), not {self.algo!r}."
+            )
         for name in (
             "iterations",
             "tasks_per_iter",
@@ -293,6 +302,8 @@ class Trainer:
         """Of a resumed run: iterations logged after its last checkpoint (a killed run), which
         are played again."""
         self._traj = 0
+        self.infra_failures = 0
+        """Rollout attempts ended by an infrastructure failure (``rollout_engine`` only)."""
         if self.out:
             if resume_from is not None:
                 logged = logged_iterations(self.out)
@@ -355,6 +366,20 @@ class Trainer:
                 group_prefix=f"{iteration}:",
                 traj_counter=self._next_traj,
             )
+        if cfg.rollout_engine:
+            from agentgym.rollout.training import collect_groups
+
+            batch, summary = collect_groups(
+                self.pool,
+                self.policy,
+                seeds,
+                group_size=cfg.group_size,
+                history_turns=cfg.history_turns,
+                group_prefix=f"{iteration}:",
+                policy_version=iteration,
+            )
+            self.infra_failures += summary.infra_failures
+            return batch
         return group_rollouts(
             self.pool,
             self.policy,
@@ -648,7 +673,7 @@ class Trainer:
                 writer.writeheader()
                 writer.writerows(self.evals)
         plot_curves(
-            {self.cfg.algo: self.metrics} if self.cfg.algo != "sft" else {},
+            {self.cfg.algo: self.metrics},  # SFT rows have a loss and no rollout success
             self.out / "curve.png",
             title=f"{self.cfg.env_id} ({self.cfg.algo})",
             heldout={self.cfg.algo: self.evals} if self.evals else None,

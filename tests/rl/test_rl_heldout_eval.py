@@ -92,7 +92,10 @@ def test_trainer_logs_heldout_success_from_step_zero_in_csv_tensorboard_and_curv
     assert "trailing mean of 3" in by_kind["smooth"].label
     assert by_kind["smooth"].ys[0] == by_kind["raw"].ys[0]
     held = [line for line in lines if line.kind == "heldout"]
-    assert {line.label.split("(")[-1] for line in held} == {"sampled)", "greedy)"}
+    assert {line.label for line in held} == {
+        "held-out test success (sampled, 4 episodes)",
+        "held-out test success (greedy, 4 episodes)",
+    }
     assert all(line.xs[0] == 0 and len(line.xs) == 3 for line in held)
     assert (out / "curve.png").stat().st_size > 5000
 
