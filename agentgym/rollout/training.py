@@ -26,16 +26,18 @@ way a failure is never scored as a zero.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from agentgym.error import InvalidConfigError
 from agentgym.rl.advantages import grpo_advantages
-from agentgym.rl.rollouts import StepRecord
-from agentgym.rollout.records import Collection, Group
+from agentgym.rl.rollouts import RolloutBatch, StepRecord
+from agentgym.rollout.engine import RolloutConfig, RolloutEngine
+from agentgym.rollout.records import Collection, CollectionSummary, Group
+from agentgym.rollout.sources import PoolEnvSource
 
 
 @dataclass
@@ -100,3 +102,38 @@ def training_arrays(
             np.int64
         ),
     )
+
+
+def collect_groups(
+    pool: Any,
+    policy: Any,
+    seeds: Sequence[int],
+    *,
+    group_size: int,
+    history_turns: int | None = 1,
+    group_prefix: str = "",
+    policy_version: int = 0,
+    env_timeout_s: float = 300.0,
+) -> tuple[RolloutBatch, CollectionSummary]:
+    """One trainer iteration's rollouts through the engine, in place of
+    :func:`agentgym.rl.rollouts.group_rollouts` (same arguments, same batch type).
+
+    Every seed's group runs to its end over ``pool``'s envs (all of them in flight, no
+    barrier across envs); a member that fails on infrastructure is retried once from reset,
+    and a group whose member still failed is left out of the batch whole, so its failure
+    never enters the advantages as a zero. The summary counts those failures.
+    """
+    config = RolloutConfig(
+        group_size=group_size,
+        max_in_flight=int(pool.num_envs) // group_size * group_size,
+        partial=False,
+        history_turns=history_turns,
+        env_timeout_s=env_timeout_s,
+        group_prefix=group_prefix,
+    )
+    engine = RolloutEngine(PoolEnvSource(pool), policy, seeds, config)
+    try:
+        collection = engine.collect_sync(len(seeds), policy_version=policy_version)
+    finally:
+        engine.close()
+    return collection.to_batch(), collection.summary
