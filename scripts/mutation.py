@@ -82,7 +82,7 @@ TARGETS: tuple[Target, ...] = (
             "AgentEnv.restore",
         ),
         ("tests/test_core_contract_boundaries.py", "tests/test_core_contract.py"),
-        limit=30,
+        limit=25,
     ),
     Target(
         "parsing",
@@ -104,7 +104,7 @@ TARGETS: tuple[Target, ...] = (
             "tests/test_parsing_depth.py",
             "tests/test_core_parser_errors.py",
         ),
-        limit=30,
+        limit=25,
     ),
     Target(
         "advantages",
@@ -121,14 +121,14 @@ TARGETS: tuple[Target, ...] = (
             "_check_lengths",
         ),
         ("tests/rl/test_rl_advantages_groups_and_boundaries.py", "tests/rl/test_rl_advantages.py"),
-        limit=30,
+        limit=25,
     ),
     Target(
         "trajectory-format",
         "agentgym/trajectory/format.py",
         ("check_preamble", "frame_bytes", "parse_frame_head", "pack", "unpack", "_ext_hook"),
         ("tests/trajectory/test_trajectory_format.py", "tests/trajectory/test_trajectory_crash.py"),
-        limit=15,
+        limit=12,
     ),
     Target(
         "trajectory-reader",
@@ -143,14 +143,14 @@ TARGETS: tuple[Target, ...] = (
             "TrajectoryReader.episodes",
         ),
         ("tests/trajectory/test_trajectory_format.py", "tests/trajectory/test_trajectory_crash.py"),
-        limit=15,
+        limit=12,
     ),
     Target(
         "trajectory-replay",
         "agentgym/trajectory/replay.py",
         ("_compare_obs", "_close", "_compare_step", "_replay_steps"),
         ("tests/trajectory/test_trajectory_replay.py",),
-        limit=10,
+        limit=8,
     ),
     Target(
         "testing",
@@ -173,28 +173,31 @@ TARGETS: tuple[Target, ...] = (
             "tests/test_check_rules.py",
             "tests/test_testing_catches_violations.py",
         ),
-        limit=35,
+        limit=30,
     ),
     Target(
         "server-checks",
         "agentgym/server/checks.py",
         (),
-        ("tests/server/test_server_malformed_requests.py",),
-        limit=20,
+        (
+            "tests/server/test_server_checks_rules.py",
+            "tests/server/test_server_malformed_requests.py",
+        ),
+        limit=15,
     ),
     Target(
         "record",
         "wrappers/record.py",
         ("Record._end_open_episode", "Record.reset", "Record.step", "Record.close"),
         ("tests/test_record_episode_ends.py", "tests/trajectory/test_trajectory_format.py"),
-        limit=15,
+        limit=12,
     ),
     Target(
         "sandbox-limits",
         "simulators/sandbox/_jail.py",
         ("Watch.on_event", "Watch._keep", "Watch.finish", "Worker.op_exec", "Worker._start_exec"),
         ("tests/sandbox/test_sandbox_limits_enforced.py",),
-        limit=20,
+        limit=15,
     ),
     Target(
         "sandbox-grading",
@@ -207,7 +210,7 @@ TARGETS: tuple[Target, ...] = (
             "_plain_expected",
         ),
         ("tests/sandbox/test_sandbox_grading.py",),
-        limit=15,
+        limit=12,
     ),
     Target(
         "code-answers",
@@ -218,7 +221,7 @@ TARGETS: tuple[Target, ...] = (
             "tests/code_envs/test_code_env_math.py",
             "tests/sandbox/test_sandbox_answers.py",
         ),
-        limit=15,
+        limit=12,
     ),
     Target(
         "visual-grading",
@@ -229,28 +232,28 @@ TARGETS: tuple[Target, ...] = (
             "tests/visual/test_visual_env.py",
             "tests/visual/test_visual_doctests.py",
         ),
-        limit=15,
+        limit=12,
     ),
     Target(
         "search-metrics",
         "envs/search/metrics.py",
         (),
         ("tests/test_family_grading_boundaries.py", "tests/search/test_search_metrics.py"),
-        limit=10,
+        limit=8,
     ),
     Target(
         "sokoban-success",
         "envs/grid/sokoban.py",
         ("SokobanEnv._step",),
         ("tests/test_sokoban.py",),
-        limit=10,
+        limit=8,
     ),
     Target(
         "household-success",
         "envs/household/env.py",
         ("HouseholdEnv._step",),
         ("tests/household/test_household_env.py",),
-        limit=10,
+        limit=6,
     ),
     Target(
         "users-credit",
@@ -260,7 +263,7 @@ TARGETS: tuple[Target, ...] = (
             "tests/test_family_grading_boundaries.py",
             "tests/users/test_users_core.py",
         ),
-        limit=10,
+        limit=8,
     ),
 )
 
@@ -675,6 +678,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--survivors", action="store_true", help="rerun only the mutants that survived the last run"
     )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="skip mutants the last run already killed (tests only ever get added)",
+    )
     parser.add_argument("--workers", type=int, default=1, help="mutants run side by side")
     parser.add_argument(
         "--baseline",
@@ -696,6 +704,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.only and not any(m.id == o or m.id.startswith(o) for o in args.only):
                 continue
             if args.survivors and previous.get(m.id, {}).get("status") != "survived":
+                continue
+            if args.resume and previous.get(m.id, {}).get("status") == "killed":
                 continue
             chosen.append((m, target))
     if args.list:

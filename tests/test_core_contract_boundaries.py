@@ -89,7 +89,7 @@ def test_text_at_the_limit_is_kept_and_one_past_it_is_cut_to_the_limit():
     # a limit smaller than the marker still gives exactly the limit
     tiny = CounterEnv(max_text_length=5)
     tiny.reset(seed=0)
-    assert len(tiny._observation("y" * 50)["text"]) == 5
+    assert tiny._observation("y" * 50)["text"] == "\n[..."  # the marker's start, no text
 
 
 def test_an_unknown_task_gets_a_split_hint_only_when_another_split_has_it():
