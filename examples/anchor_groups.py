@@ -47,6 +47,7 @@ def main() -> None:
         env_kwargs=json.loads(args.env_kwargs),
         history_turns=None if args.history_turns < 0 else args.history_turns,
         num_envs=min(32, args.tasks * args.group),
+        rollout_engine=True,  # the asynchronous engine (agentgym.rollout), as training uses
         init=args.init,
         progress=False,
     )

@@ -5,6 +5,9 @@
 
 Writes runs/sokoban-<algo>/{metrics.csv,curve.png,checkpoint.pt}. Any env id works; envs
 without ``info["admissible_actions"]`` make the policy write free-form bytes instead.
+GiGPO and GRPO collect through the asynchronous rollout engine (``agentgym.rollout``: no
+barrier across envs, infrastructure failures kept out of the advantages); ``--lockstep``
+uses the lockstep loop instead.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ def main() -> None:
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="output folder (default runs/sokoban-<algo>)")
+    p.add_argument(
+        "--lockstep", action="store_true", help="collect with the lockstep loop, not the engine"
+    )
     args = p.parse_args()
     torch.set_num_threads(1)
     cfg = TrainConfig(
@@ -40,6 +46,7 @@ def main() -> None:
         group_size=8,
         num_envs=32,
         backend="sync",
+        rollout_engine=args.algo != "tree-grpo" and not args.lockstep,
         lr=3e-3,
         ppo_epochs=4,
         minibatch_size=128,
@@ -49,6 +56,8 @@ def main() -> None:
     )
     result = train(cfg)
     first, last = result.metrics[0], result.metrics[-1]
+    if cfg.rollout_engine:
+        print("rollouts: asynchronous engine (agentgym.rollout)")
     print(
         f"success {first['success']:.2f} -> {last['success']:.2f} "
         f"over {last['env_steps']} env steps; see {result.out_dir}/curve.png"

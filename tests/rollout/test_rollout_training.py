@@ -98,3 +98,26 @@ def test_trainer_collects_through_the_engine() -> None:
     assert row["env_steps"] > 0 and math.isfinite(row["loss"])
     with pytest.raises(InvalidConfigError, match="rollout_engine"):
         TrainConfig(algo="tree-grpo", rollout_engine=True).validate()
+
+
+def test_async_rollouts_example_carries_episodes_between_collections() -> None:
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "examples/async_rollouts.py", "--collections", "2", "--groups", "2"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2
+    carried = [re.search(r"carried in (\d+) / out (\d+)", line).groups() for line in lines]  # type: ignore[union-attr]
+    # what the first collection paused is what the second took over
+    assert carried[0][0] == "0" and carried[1][0] == carried[0][1] != "0"
+    assert all(int(re.search(r"(\d+) usable groups", line).group(1)) >= 2 for line in lines)  # type: ignore[union-attr]
