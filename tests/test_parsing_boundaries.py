@@ -69,6 +69,8 @@ def test_depth_scans_count_brackets_not_strings():
     assert _json_too_deep("[" * 4 + "]" * 4, 3) is True
     assert _json_too_deep('["[[[[[[", {"a": "{{{{{{"}]', 3) is False
     assert _json_too_deep("[]" * 10, 3) is False  # many brackets, never deep
+    assert _json_too_deep("[[[]]][]", 3) is False  # more brackets than the limit, depth 3
+    assert _json_too_deep("[[[[]]]]", 3) is True
     assert _value_too_deep([[[]]], 3) is False
     assert _value_too_deep([[[[]]]], 3) is True
     assert _value_too_deep({"a": {"b": {"c": 1}}}, 3) is False
