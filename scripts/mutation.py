@@ -127,7 +127,11 @@ TARGETS: tuple[Target, ...] = (
         "trajectory-format",
         "agentgym/trajectory/format.py",
         ("check_preamble", "frame_bytes", "parse_frame_head", "pack", "unpack", "_ext_hook"),
-        ("tests/trajectory/test_trajectory_format.py", "tests/trajectory/test_trajectory_crash.py"),
+        (
+            "tests/trajectory/test_trajectory_format_boundaries.py",
+            "tests/trajectory/test_trajectory_format.py",
+            "tests/trajectory/test_trajectory_crash.py",
+        ),
         limit=12,
     ),
     Target(
@@ -142,7 +146,11 @@ TARGETS: tuple[Target, ...] = (
             "TrajectoryReader._resync",
             "TrajectoryReader.episodes",
         ),
-        ("tests/trajectory/test_trajectory_format.py", "tests/trajectory/test_trajectory_crash.py"),
+        (
+            "tests/trajectory/test_trajectory_format_boundaries.py",
+            "tests/trajectory/test_trajectory_format.py",
+            "tests/trajectory/test_trajectory_crash.py",
+        ),
         limit=12,
     ),
     Target(
