@@ -16,7 +16,14 @@ from __future__ import annotations
 from agentgym.rollout.engine import EpisodeCallbacks, InfraFailure, RolloutConfig, RolloutEngine
 from agentgym.rollout.policy import AsyncHTTPPolicy, AsyncPolicy, BatchingPolicy, as_async
 from agentgym.rollout.records import Collection, CollectionSummary, Episode, Group
-from agentgym.rollout.sources import EnvSlot, EnvSource, LocalEnvSource, PoolEnvSource
+from agentgym.rollout.sources import (
+    EnvSlot,
+    EnvSource,
+    LocalEnvSource,
+    PoolEnvSource,
+    ServeEnvSource,
+    ServeSessionError,
+)
 from agentgym.rollout.training import TrainingArrays, training_arrays
 
 __all__ = [
@@ -35,6 +42,8 @@ __all__ = [
     "PoolEnvSource",
     "RolloutConfig",
     "RolloutEngine",
+    "ServeEnvSource",
+    "ServeSessionError",
     "TrainingArrays",
     "as_async",
     "training_arrays",

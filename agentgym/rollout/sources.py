@@ -8,18 +8,22 @@ in a thread, or dead).
 * :class:`LocalEnvSource` — ``gym.make(env_id)`` on demand, envs reused across episodes.
 * :class:`PoolEnvSource` — the envs of an existing :class:`~agentgym.vector.EnvPool` (any
   backend) or :class:`~agentgym.distributed.RayEnvPool`, one index per slot.
+* :class:`ServeEnvSource` — sessions of an ``agentgym serve`` server over its HTTP
+  protocol, one private session (``episode_id``) per slot.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import gymnasium as gym
 
-from agentgym.error import InvalidConfigError
+from agentgym.error import AgentGymError, DependencyMissingError, InvalidConfigError
 from agentgym.vector import StepResult
 
 
@@ -168,3 +172,100 @@ class PoolEnvSource:
 
     def close(self) -> None:
         """The pool belongs to the caller, who closes it."""
+
+
+class ServeSessionError(AgentGymError, RuntimeError):
+    """An ``agentgym serve`` call failed: the server refused it (e.g. the session was lost:
+    timed out, or the server restarted) or could not be reached."""
+
+
+class _ServeSlot:
+    def __init__(self, source: ServeEnvSource, episode_id: str):
+        self.source = source
+        self.episode_id = episode_id
+
+    @property
+    def env(self) -> Any:
+        return None  # the env lives in the server
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        body = {**body, "episode_id": self.episode_id}
+        try:
+            resp = self.source.client.post(self.source.url + path, json=body)
+        except Exception as exc:
+            raise ServeSessionError(f"{path} on {self.source.url} failed: {exc}") from exc
+        if resp.status_code != 200:
+            raise ServeSessionError(
+                f"{path} of session {self.episode_id} answered HTTP {resp.status_code}: "
+                + " ".join(resp.text.split())[:300]
+            )
+        return dict(resp.json())
+
+    def reset(self, seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        obs = self._post("/reset", {"seed": seed})["observation"]
+        info = dict(obs.get("info") or {})
+        if obs.get("tools"):
+            info["tools"] = obs["tools"]
+        return {"text": obs.get("text", "")}, info
+
+    def step(self, action: str) -> StepResult:
+        reply = self._post("/step", {"action": {"text": action}})
+        info = dict(reply["observation"].get("info") or {})
+        terminated, truncated = (
+            bool(info.pop("terminated", False)),
+            bool(info.pop("truncated", False)),
+        )
+        if reply.get("done") and not (terminated or truncated):
+            terminated = True
+        obs = {"text": reply["observation"].get("text", "")}
+        return StepResult(obs, float(reply.get("reward") or 0.0), terminated, truncated, info)
+
+
+class ServeEnvSource:
+    """Sessions of an ``agentgym serve`` server (``url``: its root, e.g.
+    ``http://127.0.0.1:8000``), one private HTTP session per slot.
+
+    ``capacity`` is the server's ``max_sessions`` (read from ``/health``). A call the
+    server refuses (a lost session: it timed out or the server restarted) or that cannot
+    reach it raises :class:`ServeSessionError`, which ends the episode as an
+    infrastructure failure; the session is dropped and the retry gets a new one.
+    Observations carry their text (images are not fetched).
+    """
+
+    def __init__(self, url: str, *, token: str | None = None, timeout: float = 120.0):
+        try:
+            import httpx
+        except ImportError as exc:
+            raise DependencyMissingError(
+                "httpx (needed by ServeEnvSource)", "pip install httpx"
+            ) from exc
+        self.url = url.rstrip("/")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.client = httpx.Client(timeout=timeout, headers=headers)
+        try:
+            health = self.client.get(self.url + "/health").json()
+        except Exception as exc:
+            self.client.close()
+            raise ServeSessionError(f"{self.url}/health did not answer: {exc}") from exc
+        self.capacity: int | None = int(health.get("max_sessions") or 0) or None
+        self.env_id = str(health.get("env_id", ""))
+        self._prefix = f"rollout-{uuid.uuid4().hex[:12]}-"
+        self._ids = itertools.count()
+        self._free: list[_ServeSlot] = []
+        self._lock = threading.Lock()
+
+    def acquire(self) -> EnvSlot:
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+            return _ServeSlot(self, f"{self._prefix}{next(self._ids)}")
+
+    def release(self, slot: EnvSlot, *, healthy: bool) -> None:
+        assert isinstance(slot, _ServeSlot)
+        if healthy:
+            with self._lock:
+                self._free.append(slot)
+
+    def close(self) -> None:
+        """Close the HTTP client; the server closes the sessions once they sit idle."""
+        self.client.close()
