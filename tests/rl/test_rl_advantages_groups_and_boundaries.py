@@ -134,3 +134,15 @@ def test_tree_grpo_sums_inter_task_and_intra_tree_terms():
     want = [(1 - mean) / std + intra, (0 - mean) / std - intra, (2 - mean) / std, (2 - mean) / std]
     np.testing.assert_allclose(got[:4], want, atol=1e-5)
     assert got[4] == pytest.approx(18.0)  # a lone leaf keeps its raw score in both terms
+
+
+def test_numpy_key_columns_group_like_lists():
+    # integer and fixed-width string arrays take numpy's coding path; the groups must match
+    rewards = [1.0, 0.0, 3.0, 2.0]
+    want = [1.0, -1.0, 1.0, -1.0]
+    got = gigpo_advantages(
+        np.array(rewards), np.array([7, 7, 9, 9]), np.array([1, 2, 3, 4]), np.array(["s"] * 4)
+    )
+    np.testing.assert_allclose(got, want)
+    got = grpo_advantages(np.array([1.0, 3.0, 5.0]), np.array(["b", "b", "a"]), mode="mean_norm")
+    np.testing.assert_allclose(got, [-1.0, 1.0, 5.0])
