@@ -157,7 +157,10 @@ TARGETS: tuple[Target, ...] = (
         "trajectory-replay",
         "agentgym/trajectory/replay.py",
         ("_compare_obs", "_close", "_compare_step", "_replay_steps"),
-        ("tests/trajectory/test_trajectory_replay.py",),
+        (
+            "tests/trajectory/test_trajectory_replay_compare.py",
+            "tests/trajectory/test_trajectory_replay.py",
+        ),
         limit=8,
     ),
     Target(

@@ -146,3 +146,9 @@ def test_numpy_key_columns_group_like_lists():
     np.testing.assert_allclose(got, want)
     got = grpo_advantages(np.array([1.0, 3.0, 5.0]), np.array(["b", "b", "a"]), mode="mean_norm")
     np.testing.assert_allclose(got, [-1.0, 1.0, 5.0])
+
+
+def test_empty_inputs_give_empty_advantages():
+    assert tree_grpo_advantages([], [], []).size == 0
+    assert grpo_advantages([], []).size == 0
+    assert discounted_returns([], []).size == 0
