@@ -642,8 +642,13 @@ def render_report(results: dict[str, dict[str, object]]) -> str:
         f"| **all** | | {total} | {killed_total} | {total - killed_total - equivalent_total} "
         f"| {equivalent_total} | **{rate}** |"
     )
+    judged = total - equivalent_total
+    strict = f"{100 * killed_total / judged:.1f}%" if judged else "-"
     lines.append("")
-    lines.append("Kill rate = killed / mutants (equivalent survivors count against it).")
+    lines.append(
+        f"Kill rate = killed / mutants, equivalent survivors counted against it; without the "
+        f"{equivalent_total} equivalent mutants it is {strict} ({killed_total} of {judged})."
+    )
     survivors = sorted(
         (r for r in results.values() if r["status"] == "survived"), key=lambda r: str(r["id"])
     )
