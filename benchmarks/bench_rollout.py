@@ -16,11 +16,19 @@ client and keep the same number of episodes in flight (64 or 256):
   steps as soon as its own reply arrives; the same groups per call, every one run to the end.
 * **async + partial** — the engine with ``partial=True``: the same episodes in flight, half
   as many groups per call (2x over-provisioning); a call stops at its target and the
-  unfinished episodes carry over into the next call. Timed from a cold start, and the work
-  left in the episodes still carried at the end is not counted: a conservative figure,
-  closer to the steady state the more calls a row makes.
+  unfinished episodes carry over into the next call. Measured in steady state: two warm-up
+  calls first (untimed: they fill the engine with carried episodes and grow the env set to
+  its working size), then at least four consecutive timed calls (twice as many as the other
+  modes make, when that is more).
+  Each timed call starts with the episodes the previous call carried out, and its time
+  counts the work it does on them; the work the first timed call inherits from the warm-up
+  is about the work the last timed call leaves behind, so the window is neither credited
+  nor charged for the carried episodes.
 
-Each mode runs the same number of groups in total (several calls). Columns: complete groups
+Each mode runs the same number of groups in total (several calls). The three modes of a row
+run interleaved, round after round (each round in a rotated order, see
+``benchmarks/timing.py``), on the same warm server; groups per second pools the rounds
+(groups / seconds) and the range gives the lowest and highest round. Columns: complete groups
 per second; policy-server idle fraction (1 - request-seconds served / (episodes in flight x
 wall time)); env idle fraction (share of env-slot time an env spent neither in its own
 reset/step nor waiting for its own reply: the barrier's waste and the empty tail); and the
@@ -49,6 +57,10 @@ from tests.fake_llm_server import FakeLLMServer, LognormalLatency
 ENVS = ("agentgym/Sokoban-Tiny-v0", "agentgym/WebShopText-v0", "agentgym/CodeMath-L1-v0")
 GROUP = 4
 P50_S = 0.2
+PARTIAL_WARMUP_CALLS = 2
+"""Untimed calls before async + partial is timed (steady state, see the module docstring)."""
+PARTIAL_TIMED_CALLS = 4
+"""At least this many consecutive timed async + partial calls per round."""
 
 
 class EnvClock:
@@ -148,6 +160,7 @@ def _engine(env_id: str, url: str, server: FakeLLMServer, n: int, calls: int, pa
     for slot in warm:
         source.release(slot, healthy=True)
     target = n // GROUP // (2 if partial else 1)
+    warmup = PARTIAL_WARMUP_CALLS if partial else 0
     engine = RolloutEngine(
         source,
         AsyncHTTPPolicy(url, "fake", max_connections=n, tool_messages="text"),
@@ -157,10 +170,13 @@ def _engine(env_id: str, url: str, server: FakeLLMServer, n: int, calls: int, pa
     row = Row()
 
     async def run() -> None:
-        for version in range(calls * (2 if partial else 1)):
+        timed = max(PARTIAL_TIMED_CALLS, 2 * calls) if partial else calls
+        for version in range(warmup + timed):
             clock.seconds = 0.0
             server.reset_counters()
             collection = await engine.collect(target, policy_version=version)
+            if version < warmup:
+                continue
             s = collection.summary
             row.seconds += s.seconds
             row.groups += s.usable_groups
@@ -174,44 +190,97 @@ def _engine(env_id: str, url: str, server: FakeLLMServer, n: int, calls: int, pa
     return row
 
 
-def _line(env_id: str, n: int, mode: str, row: Row, base: float) -> str:
+def _pooled(rows: list[Row]) -> Row:
+    return Row(*(sum(getattr(r, f) for r in rows) for f in Row.__dataclass_fields__))
+
+
+def _line(env_id: str, n: int, mode: str, rounds: list[Row], base: float) -> str:
+    row = _pooled(rounds)
     slot_s = n * row.seconds
     gps = row.groups / row.seconds
+    each = [r.groups / r.seconds for r in rounds]
     server_idle = max(0.0, 1 - row.served_s / slot_s)
     env_idle = max(0.0, 1 - (row.env_s + row.served_s) / slot_s)
     carried = row.carried / row.tokens if row.tokens else 0.0
     name = env_id.split("/")[-1]
     return (
-        f"| {name} | {n} | {mode} | {row.groups} | {gps:.2f} | {gps / base:.2f}x "
+        f"| {name} | {n} | {mode} | {row.groups} | {gps:.2f} | {min(each):.2f}-{max(each):.2f} "
+        f"| {gps / base:.2f}x "
         f"| {server_idle:.0%} | {env_idle:.0%} | {carried:.0%} |"
     )
 
 
-def run(quick: bool = False) -> str:
-    calls = 1 if quick else 3
+MODES = ("lockstep", "async", "async + partial")
+
+
+def _rounds(env_id: str, n: int, server: FakeLLMServer, calls: int, rounds: int) -> dict:
+    """Each mode's rows, one per round, the modes interleaved in a rotated order."""
+    url = server.url
+    fns = {
+        "lockstep": lambda: _lockstep(env_id, url, server, n, calls),
+        "async": lambda: _engine(env_id, url, server, n, calls, partial=False),
+        "async + partial": lambda: _engine(env_id, url, server, n, calls, partial=True),
+    }
+    out: dict[str, list[Row]] = {mode: [] for mode in MODES}
+    for r in range(rounds):
+        shift = r % len(MODES)
+        for mode in MODES[shift:] + MODES[:shift]:
+            out[mode].append(fns[mode]())
+    return out
+
+
+def run(
+    quick: bool = False,
+    envs: Sequence[str] = ENVS,
+    sizes: Sequence[int] = (64, 256),
+    calls: int | None = None,
+    rounds: int | None = None,
+) -> str:
+    calls = calls or 1
+    rounds = rounds or (1 if quick else 2)
     lines = [
         "## Rollouts: lockstep vs asynchronous vs asynchronous + partial (APRIL)",
         "",
         (__doc__ or "").split("\n\n", 1)[1].strip(),
         "",
-        f"{calls} lockstep calls of in-flight/4 groups per row; the same groups in total for "
-        "every mode.",
+        f"Per round: {calls} lockstep calls of in-flight/4 groups, {calls} async calls of the "
+        f"same size, {PARTIAL_WARMUP_CALLS} warm-up + "
+        f"{max(PARTIAL_TIMED_CALLS, 2 * calls)} consecutive timed async + partial calls of "
+        f"half that size; {rounds} rounds per row.",
         "",
-        "| env | in flight | mode | groups | groups/s | vs lockstep | policy-server idle "
-        "| env idle | tokens carried over |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| env | in flight | mode | groups | groups/s | range over rounds | vs lockstep "
+        "| policy-server idle | env idle | tokens carried over |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    ratios = []
     with FakeLLMServer(latency=LognormalLatency(P50_S, seed=0)) as server:
-        for env_id in ENVS:
-            for n in (64, 256):
-                lock = _lockstep(env_id, server.url, server, n, calls)
+        for env_id in envs:
+            for n in sizes:
+                rows = _rounds(env_id, n, server, calls, rounds)
+                lock = _pooled(rows["lockstep"])
                 base = lock.groups / lock.seconds
-                lines.append(_line(env_id, n, "lockstep", lock, base))
-                for mode, partial in (("async", False), ("async + partial", True)):
-                    row = _engine(env_id, server.url, server, n, calls, partial)
-                    lines.append(_line(env_id, n, mode, row, base))
+                for mode in MODES:
+                    lines.append(_line(env_id, n, mode, rows[mode], base))
+                partial = _pooled(rows["async + partial"])
+                ratios.append(partial.groups / partial.seconds / base)
+                print(lines[-3:], flush=True)
+    lines += [
+        "",
+        f"Async + partial vs lockstep, complete groups per second: {min(ratios):.2f}x to "
+        f"{max(ratios):.2f}x over the {len(ratios)} rows (target: at least 1.2x).",
+    ]
     return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
-    print(run(quick=True))
+    import argparse
+
+    p = argparse.ArgumentParser(
+        description="a smoke run of one section (the full run: python -m benchmarks rollout)"
+    )
+    p.add_argument("--envs", nargs="*", default=list(ENVS))
+    p.add_argument("--sizes", nargs="*", type=int, default=[64])
+    p.add_argument("--calls", type=int, default=1)
+    p.add_argument("--rounds", type=int, default=1)
+    a = p.parse_args()
+    print(run(envs=a.envs, sizes=a.sizes, calls=a.calls, rounds=a.rounds))

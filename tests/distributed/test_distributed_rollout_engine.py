@@ -16,33 +16,15 @@ from typing import Any
 import gymnasium as gym
 import pytest
 
-from agentgym.agents.base import Generation, PolicyInput
 from agentgym.distributed import RayEnvPool
 from agentgym.rollout import PoolEnvSource, RolloutConfig, RolloutEngine, training_arrays
 from tests.fake_llm_server import ScriptedChatPolicy
 from tests.rollout.test_rollout_engine import engine_results, lockstep
+from tests.rollout.test_rollout_serve import HoldOneTask
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 ENV_ID = "agentgym/Sokoban-Tiny-v0"
-
-
-class HoldOneTask:
-    """The scripted model; episodes whose first observation is ``held`` wait at their
-    second turn until ``gate`` opens (``all_waiting`` once the whole group waits)."""
-
-    def __init__(self, held: str, group_size: int):
-        self.held, self.gate, self.inner = held, asyncio.Event(), ScriptedChatPolicy()
-        self.all_waiting, self._waiting, self._group = asyncio.Event(), 0, group_size
-
-    async def act(self, item: PolicyInput) -> Generation:
-        first = next(m["content"] for m in item.messages if m["role"] == "user")
-        if first == self.held and len(item.messages) > 2 and not self.gate.is_set():
-            self._waiting += 1
-            if self._waiting == self._group:
-                self.all_waiting.set()
-            await self.gate.wait()
-        return self.inner.act([item])[0]
 
 
 def _kill_and_wait(ray: Any, actor: Any, timeout_s: float = 60.0) -> None:
