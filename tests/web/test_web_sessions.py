@@ -127,6 +127,36 @@ def test_closing_a_session_closes_its_context_and_pages(runtime):
     assert runtime.open_pages() == before
 
 
+@pytest.mark.slow
+def test_eight_concurrent_sessions_have_no_errors_and_leave_no_page(runtime):
+    """The CI-sized version of the 64-session benchmark: 8 browser-mode sessions stepped
+    concurrently in one pool, every oracle step without error, nothing left after close."""
+    from agentgym.vector import EnvPool
+
+    before = runtime.open_pages()
+    pool = EnvPool([lambda: gym.make("agentgym/WebTodo-v0")] * 8, backend="thread")
+    try:
+        pool.reset(seeds=list(range(8)))
+        assert runtime.open_pages() == (before[0] + 8, before[1] + 8)
+        active = set(range(8))
+        errors, successes = [], 0
+        for _ in range(20):
+            if not active:
+                break
+            actions = dict(zip(sorted(active), pool.call("oracle_action", indices=sorted(active))))
+            for i, result in pool.step(actions).items():
+                if result.info["error"] or result.info.get("env_error"):
+                    errors.append((i, result.info["error"], result.info.get("env_error")))
+                if result.terminated or result.truncated:
+                    successes += bool(result.info.get("success"))
+                    active.discard(i)
+        assert errors == []
+        assert successes == 8 and not active
+    finally:
+        pool.close()
+    assert runtime.open_pages() == before
+
+
 FORK_SCRIPT = textwrap.dedent(
     """
     import gymnasium as gym
