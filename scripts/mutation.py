@@ -290,6 +290,10 @@ EQUIVALENT: dict[str, str] = {
         "exc_info of the warning logged when the parser itself fails: only the log record "
         "changes (the returned action is the same)"
     ),
+    "advantages:_codes:int:+8.66": (
+        "reshape(-1) became reshape(-2): numpy (2.x) reads any negative size as 'the rest', "
+        "so the codes are the same array"
+    ),
     "advantages:_codes:bool:+8.91": (
         "astype(copy=True) instead of copy=False: the same codes, one more copy"
     ),
