@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from agentgym.core import StepOutcome
+from agentgym.parsing import ParsedAction
 from agentgym.testing import MALFORMED_ACTIONS, RULES, run_checks
 from tests.fake_envs import CounterEnv, NativeCounterEnv
 
@@ -146,6 +148,30 @@ class ForgetfulRestoreEnv(NativeCounterEnv):
         self.target = native
 
 
+class ChangingStepEnv(CounterEnv):
+    """Resets the same way every time, but its steps count calls across episodes."""
+
+    calls = 0
+
+    def _step(self, action: ParsedAction) -> StepOutcome:
+        out = super()._step(action)
+        ChangingStepEnv.calls += 1
+        out.text += f" (call {ChangingStepEnv.calls})"
+        return out
+
+
+class InstanceBoundSnapshotEnv(NativeCounterEnv):
+    """Restores correctly into the instance that took the snapshot, wrongly into any other."""
+
+    def _native_snapshot(self) -> Any:
+        return (id(self), self.target, self.value)
+
+    def _native_restore(self, native: Any) -> None:
+        owner, self.target, self.value = native
+        if owner != id(self):
+            self.value += 1
+
+
 class CloseOnceEnv(CounterEnv):
     def close(self) -> None:
         if getattr(self, "_closed_once", False):
@@ -169,7 +195,9 @@ CASES = [
     (UnserialisableToolsEnv, "reset-info", "JSON-serialisable"),
     (BareToolsEnv, "reset-info", "OpenAI form"),
     (TaskOptionWorldEnv, "determinism", "options={'task_id'} with the same seed"),
+    (ChangingStepEnv, "determinism", "the same actions after reset(seed=0) to replay equally"),
     (StaleInfoKeyEnv, "state-key", "equal to info['state_key']"),
+    (InstanceBoundSnapshotEnv, "snapshot", "the same future after restore() into another instance"),
     (ForgetfulRestoreEnv, "snapshot", "restore() to bring back the state_key"),
     (CloseOnceEnv, "close", "close() to be idempotent"),
 ]
