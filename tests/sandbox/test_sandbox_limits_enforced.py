@@ -12,7 +12,7 @@ from agentgym.simulators.sandbox import Limits, SandboxPool
 
 pytestmark = pytest.mark.sandbox
 
-SLACK_S = 1.5  # scheduling on a loaded two-core host; a stretched deadline shows up past it
+SLACK_S = 2.0  # scheduling on a loaded two-core host; a deadline stretched to 3 s or more fails
 
 
 def test_a_run_past_its_deadline_ends_at_the_deadline(pool: SandboxPool):
