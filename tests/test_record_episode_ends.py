@@ -97,3 +97,34 @@ def test_a_shared_recorder_stays_open_after_the_wrapper_closes(tmp_path: Path):
     assert [e.seed for e in eps] == [0, 5]
     assert eps[0].steps[0]["action"] == "1234"
     assert all(e.end["termination"] == "truncated" for e in eps)
+
+
+class _Clock:
+    """A stand-in for ``time`` in wrappers.record: perf_counter returns the listed instants."""
+
+    def __init__(self, *instants: float):
+        self.instants = list(instants)
+
+    def perf_counter(self) -> float:
+        return self.instants.pop(0)
+
+
+def test_step_timings_are_policy_and_env_milliseconds(tmp_path: Path, monkeypatch):
+    import agentgym.wrappers.record as record_module
+
+    # reset returns at 10.0; step 1: called at 10.25, env returns at 10.75, wrapper returns at
+    # 11.0; step 2: called at 11.1, env returns at 11.4
+    clock = _Clock(10.0, 10.25, 10.75, 11.0, 11.1, 11.4, 11.5)
+    monkeypatch.setattr(record_module, "time", clock)
+    path = tmp_path / "t.agtr"
+    env = Record(CounterEnv(max_turns=2), path)
+    env.reset(seed=0)
+    env.step(BAD)
+    env.step(BAD)
+    env.close()
+    [ep] = _episodes(path)
+    timings = [s["timings"] for s in ep.steps]
+    assert timings[0]["policy_ms"] == pytest.approx(250.0)
+    assert timings[0]["env_ms"] == pytest.approx(500.0)
+    assert timings[1]["policy_ms"] == pytest.approx(100.0)
+    assert timings[1]["env_ms"] == pytest.approx(300.0)
