@@ -713,7 +713,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--resume",
         action="store_true",
-        help="skip mutants the last run already killed (tests only ever get added)",
+        help="skip mutants already killed, and survivors explained as equivalent",
     )
     parser.add_argument("--workers", type=int, default=1, help="mutants run side by side")
     parser.add_argument(
@@ -737,7 +737,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             if args.survivors and previous.get(m.id, {}).get("status") != "survived":
                 continue
-            if args.resume and previous.get(m.id, {}).get("status") == "killed":
+            last = previous.get(m.id, {}).get("status")
+            if args.resume and (last == "killed" or (last == "survived" and m.id in EQUIVALENT)):
                 continue
             chosen.append((m, target))
     if args.list:
