@@ -132,7 +132,7 @@ TARGETS: tuple[Target, ...] = (
             "tests/trajectory/test_trajectory_format.py",
             "tests/trajectory/test_trajectory_crash.py",
         ),
-        limit=10,
+        limit=6,
     ),
     Target(
         "trajectory-reader",
@@ -151,7 +151,7 @@ TARGETS: tuple[Target, ...] = (
             "tests/trajectory/test_trajectory_format.py",
             "tests/trajectory/test_trajectory_crash.py",
         ),
-        limit=10,
+        limit=6,
     ),
     Target(
         "trajectory-replay",
@@ -161,7 +161,7 @@ TARGETS: tuple[Target, ...] = (
             "tests/trajectory/test_trajectory_replay_compare.py",
             "tests/trajectory/test_trajectory_replay.py",
         ),
-        limit=6,
+        limit=4,
     ),
     Target(
         "testing",
@@ -184,7 +184,7 @@ TARGETS: tuple[Target, ...] = (
             "tests/test_check_rules.py",
             "tests/test_testing_catches_violations.py",
         ),
-        limit=25,
+        limit=10,
     ),
     Target(
         "server-checks",
@@ -194,21 +194,21 @@ TARGETS: tuple[Target, ...] = (
             "tests/server/test_server_checks_rules.py",
             "tests/server/test_server_malformed_requests.py",
         ),
-        limit=12,
+        limit=6,
     ),
     Target(
         "record",
         "wrappers/record.py",
         ("Record._end_open_episode", "Record.reset", "Record.step", "Record.close"),
         ("tests/test_record_episode_ends.py", "tests/trajectory/test_trajectory_format.py"),
-        limit=10,
+        limit=6,
     ),
     Target(
         "sandbox-limits",
         "simulators/sandbox/_jail.py",
         ("Watch.on_event", "Watch._keep", "Watch.finish", "Worker.op_exec", "Worker._start_exec"),
         ("tests/sandbox/test_sandbox_limits_enforced.py",),
-        limit=10,
+        limit=6,
     ),
     Target(
         "sandbox-grading",
@@ -221,7 +221,7 @@ TARGETS: tuple[Target, ...] = (
             "_plain_expected",
         ),
         ("tests/sandbox/test_sandbox_grading_values.py", "tests/sandbox/test_sandbox_grading.py"),
-        limit=10,
+        limit=6,
     ),
     Target(
         "code-answers",
@@ -232,7 +232,7 @@ TARGETS: tuple[Target, ...] = (
             "tests/code_envs/test_code_env_math.py",
             "tests/sandbox/test_sandbox_answers.py",
         ),
-        limit=10,
+        limit=6,
     ),
     Target(
         "visual-grading",
@@ -243,28 +243,28 @@ TARGETS: tuple[Target, ...] = (
             "tests/visual/test_visual_env.py",
             "tests/visual/test_visual_doctests.py",
         ),
-        limit=10,
+        limit=6,
     ),
     Target(
         "search-metrics",
         "envs/search/metrics.py",
         (),
         ("tests/test_family_grading_boundaries.py", "tests/search/test_search_metrics.py"),
-        limit=6,
+        limit=4,
     ),
     Target(
         "sokoban-success",
         "envs/grid/sokoban.py",
         ("SokobanEnv._step",),
         ("tests/test_sokoban.py",),
-        limit=6,
+        limit=4,
     ),
     Target(
         "household-success",
         "envs/household/env.py",
         ("HouseholdEnv._step",),
         ("tests/household/test_household_env.py",),
-        limit=4,
+        limit=3,
     ),
     Target(
         "users-credit",
@@ -274,7 +274,7 @@ TARGETS: tuple[Target, ...] = (
             "tests/test_family_grading_boundaries.py",
             "tests/users/test_users_core.py",
         ),
-        limit=6,
+        limit=4,
     ),
 )
 
