@@ -294,6 +294,10 @@ EQUIVALENT: dict[str, str] = {
         "reshape(-1) became reshape(-2): numpy (2.x) reads any negative size as 'the rest', "
         "so the codes are the same array"
     ),
+    "advantages:gigpo_advantages:guard:+53.4": (
+        "the early return for empty input is a shortcut: without it every step below "
+        "handles zero rows and returns the same empty array"
+    ),
     "advantages:_codes:bool:+8.91": (
         "astype(copy=True) instead of copy=False: the same codes, one more copy"
     ),

@@ -129,10 +129,11 @@ def test_group_normalize_eps_is_added_to_the_std():
 def test_tree_grpo_sums_inter_task_and_intra_tree_terms():
     # task q: leaves [1, 0, 2, 2] in trees t0=[1, 0] and t1=[2, 2]; task r: one leaf
     got = tree_grpo_advantages([1.0, 0.0, 2.0, 2.0, 9.0], list("qqqqr"), [0, 0, 1, 1, 0])
-    mean, std = 1.25, np.std([1.0, 0.0, 2.0, 2.0], ddof=1)
-    intra = 0.5 / (np.sqrt(0.5) + 1e-6)
+    eps = 1e-6  # the default, added to each std
+    mean, std = 1.25, np.std([1.0, 0.0, 2.0, 2.0], ddof=1) + eps
+    intra = 0.5 / (np.sqrt(0.5) + eps)
     want = [(1 - mean) / std + intra, (0 - mean) / std - intra, (2 - mean) / std, (2 - mean) / std]
-    np.testing.assert_allclose(got[:4], want, atol=1e-5)
+    np.testing.assert_allclose(got[:4], want, rtol=1e-12)
     assert got[4] == pytest.approx(18.0)  # a lone leaf keeps its raw score in both terms
 
 
