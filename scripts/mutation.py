@@ -298,6 +298,10 @@ EQUIVALENT: dict[str, str] = {
         "the early return for empty input is a shortcut: without it every step below "
         "handles zero rows and returns the same empty array"
     ),
+    "search-metrics:f1_score:andor:+8.11": (
+        "`not pred or not ref` became `not pred and not ref`: when only one side is empty "
+        "the token overlap is 0, so F1 is 0 by either branch"
+    ),
     "advantages:_codes:bool:+8.91": (
         "astype(copy=True) instead of copy=False: the same codes, one more copy"
     ),

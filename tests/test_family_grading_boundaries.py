@@ -107,6 +107,8 @@ def test_search_answers_past_the_length_limit_score_zero():
         ("-5", "5", False),
         ("0", "0.0000000001", True),  # the absolute floor 1e-9
         ("0", "0.00001", False),
+        ("0", "0.000000001", True),  # exactly at the floor
+        ("0", "0.0000000015", False),  # just past it
         ("sqrt(2)", "1.41421356237", True),
         ("sqrt(2)", "1.4142", False),
         ("pi", r"\pi", True),
