@@ -495,6 +495,11 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
+def _ratio(value: float) -> str:
+    """A ratio, or "-" where it is undefined (NaN: every A_E is zero)."""
+    return f"{value:.2f}" if np.isfinite(value) else "-"
+
+
 def _beyond(cell: dict[str, Any]) -> bool:
     """A gain above twice its SE over runs and over tasks (NaN SEs never pass)."""
     gain, se_runs = cell["gain_runs"]
@@ -622,7 +627,7 @@ def table_markdown(results: dict[str, Any], summary: dict[str, Any]) -> str:
             lines.append(
                 f"| {eps} | {v['success']:.2f} | {int(v['rows'])} | {v['shared']:.2f} "
                 f"| {v['step_nonzero']:.2f} | {v['episode_nonzero']:.2f} "
-                f"| {v['step_over_episode']:.2f} |"
+                f"| {_ratio(v['step_over_episode'])} |"
             )
     return "\n".join(lines)
 
