@@ -84,13 +84,18 @@ class Protocol:
     valid_tasks: int = 40
     test_tasks: int = 100
     reeval_tasks: int = 100
+    max_turns: int = 0
+    """Episode turn limit for training and evaluation (0: the preset's)."""
 
 
 # ---- one process, one thing at a time -------------------------------------------------------
 
 
 def _preset(p: Protocol) -> dict[str, Any]:
-    return PRESETS[p.env]
+    pre = dict(PRESETS[p.env])
+    if p.max_turns:
+        pre["env_kwargs"] = {**pre["env_kwargs"], "max_turns": p.max_turns}
+    return pre
 
 
 def _done(path: Path) -> dict[str, Any] | None:
