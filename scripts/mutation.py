@@ -27,13 +27,16 @@ from __future__ import annotations
 import argparse
 import ast
 import concurrent.futures
+import contextlib
 import copy
 import dataclasses
 import hashlib
 import json
 import os
 import re
+import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -563,34 +566,137 @@ def check_copy(repo: Path) -> None:
 _FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
 
 
-def run_tests(repo: Path, tests: Sequence[str], timeout_s: float) -> tuple[str, str, float]:
-    """Run pytest in the copy: ('killed'|'survived'|'timeout'|'error', detail, seconds)."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-x",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-rfE",
-        "--no-header",
-        *tests,
-    ]
-    t0 = time.monotonic()
+PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider", "-rfE", "--no-header")
+
+#: Runs in a long-lived "zygote" per copy: it imports the heavy third-party modules once,
+#: then forks one child per mutant that runs pytest in the copy. agentgym itself is never
+#: imported by the zygote, so each child imports the (mutated) copy afresh. On a busy machine
+#: this saves most of each run's start-up time.
+_ZYGOTE = r"""
+import atexit, json, os, sys
+sys.dont_write_bytecode = True
+for name in ("numpy", "gymnasium", "jsonschema", "msgpack", "PIL.Image", "pytest", "hypothesis"):
     try:
-        proc = subprocess.run(
-            cmd, cwd=repo, env=_env(repo), capture_output=True, text=True, timeout=timeout_s
+        __import__(name)
+    except Exception:
+        pass
+import pytest
+for line in sys.stdin:
+    req = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        rc = 3
+        try:
+            os.setsid()
+            fd = os.open(req["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            os.chdir(req["cwd"])
+            sys.path.insert(0, req["cwd"])
+            sys.argv = ["pytest", *req["args"]]
+            rc = int(pytest.main(req["args"]))
+            atexit._run_exitfuncs()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(rc)
+    sys.stdout.write(json.dumps({"pid": pid}) + "\n")
+    sys.stdout.flush()
+    _, status = os.waitpid(pid, 0)
+    sys.stdout.write(json.dumps({"rc": os.waitstatus_to_exitcode(status)}) + "\n")
+    sys.stdout.flush()
+"""
+
+
+class _Zygote:
+    """One zygote process for one copy of the repo (see ``_ZYGOTE``)."""
+
+    def __init__(self, repo: Path):
+        self.repo = repo
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _ZYGOTE],
+            cwd=repo,
+            env=_env(repo),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
         )
-    except subprocess.TimeoutExpired:
-        return "timeout", f"tests ran past {timeout_s:.0f} s", time.monotonic() - t0
+        self._buf = b""
+
+    def _line(self, deadline: float | None) -> dict | None:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([fd], [], [], wait)
+            if not ready:
+                return None
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                raise RuntimeError("the mutation zygote exited")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def run(self, args: Sequence[str], timeout_s: float) -> tuple[int | None, str]:
+        """(pytest exit code or None on timeout, its output)."""
+        assert self.proc.stdin is not None
+        out = self.repo / ".mutation-pytest.out"
+        req = {"cwd": str(self.repo), "args": list(args), "out": str(out)}
+        self.proc.stdin.write((json.dumps(req) + "\n").encode())
+        self.proc.stdin.flush()
+        pid = self._line(None)["pid"]  # type: ignore[index]
+        got = self._line(time.monotonic() + timeout_s)
+        rc: int | None
+        if got is None:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+            self._line(None)
+            rc = None
+        else:
+            rc = int(got["rc"])
+        return rc, out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+_ZYGOTES: dict[Path, _Zygote] = {}
+FORK = [True]  # set from --no-fork
+
+
+def run_tests(
+    repo: Path, tests: Sequence[str], timeout_s: float, *, fork: bool = True
+) -> tuple[str, str, float]:
+    """Run pytest in the copy: ('killed'|'survived'|'timeout'|'error', detail, seconds)."""
+    t0 = time.monotonic()
+    if fork:
+        zygote = _ZYGOTES.get(repo)
+        if zygote is None:
+            zygote = _ZYGOTES[repo] = _Zygote(repo)
+        rc, output = zygote.run([*PYTEST_ARGS, *tests], timeout_s)
+    else:
+        cmd = [sys.executable, "-m", "pytest", *PYTEST_ARGS, *tests]
+        try:
+            proc = subprocess.run(
+                cmd, cwd=repo, env=_env(repo), capture_output=True, text=True, timeout=timeout_s
+            )
+            rc, output = proc.returncode, proc.stdout
+        except subprocess.TimeoutExpired:
+            rc, output = None, ""
     took = time.monotonic() - t0
-    if proc.returncode == 0:
+    if rc is None:
+        return "timeout", f"tests ran past {timeout_s:.0f} s", took
+    if rc == 0:
         return "survived", "", took
-    if proc.returncode in (1, 2):
-        hit = _FAILED.search(proc.stdout)
-        return "killed", hit.group(1) if hit else f"pytest exit {proc.returncode}", took
-    return "error", f"pytest exit {proc.returncode}: {proc.stdout[-300:]}", took
+    if rc in (1, 2):
+        hit = _FAILED.search(output)
+        return "killed", hit.group(1) if hit else f"pytest exit {rc}", took
+    return "error", f"pytest exit {rc}: {output[-300:]}", took
 
 
 def run_mutant(repo: Path, mutant: Mutant, target: Target) -> dict[str, object]:
@@ -598,7 +704,7 @@ def run_mutant(repo: Path, mutant: Mutant, target: Target) -> dict[str, object]:
     original = path.read_text(encoding="utf-8")
     try:
         path.write_text(mutant.apply(original), encoding="utf-8")
-        status, detail, took = run_tests(repo, target.tests, target.timeout_s)
+        status, detail, took = run_tests(repo, target.tests, target.timeout_s, fork=FORK[0])
     finally:
         path.write_text(original, encoding="utf-8")
     if status == "timeout":
@@ -732,6 +838,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="skip mutants already killed, and survivors explained as equivalent",
     )
+    parser.add_argument(
+        "--no-fork",
+        action="store_true",
+        help="start a fresh pytest process per mutant instead of forking a warm one",
+    )
     parser.add_argument("--workers", type=int, default=1, help="mutants run side by side")
     parser.add_argument(
         "--baseline",
@@ -764,6 +875,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{len(chosen)} mutants")
         return 0
 
+    FORK[0] = not args.no_fork
     workers = max(1, args.workers)
     with tempfile.TemporaryDirectory(prefix="agentgym-mutation-") as tmp:
         repos = [make_copy(Path(tmp) / f"repo{i}") for i in range(workers)]
@@ -806,6 +918,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 save_results(previous, {m.id for ms in all_mutants.values() for m in ms})
         finally:  # on Ctrl-C: drop the queued mutants, let the running ones restore their file
             pool.shutdown(wait=True, cancel_futures=True)
+            for zygote in _ZYGOTES.values():
+                zygote.close()
     current = {m.id for ms in all_mutants.values() for m in ms}
     results = {k: v for k, v in previous.items() if k in current}
     write_report(results)
