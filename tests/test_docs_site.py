@@ -141,7 +141,9 @@ _PAGE_CHECKS = r"""() => {
   const ids = [...document.querySelectorAll('article td code')]
     .filter(c => id.test(c.textContent.trim())).length;
   const blocks = document.querySelectorAll('article pre').length;
-  return {roles, colons, overflow, split, ids, blocks};
+  const images = [...document.querySelectorAll('article img')];
+  const broken = images.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src);
+  return {roles, colons, overflow, split, ids, blocks, images: images.length, broken};
 }"""
 
 
@@ -163,9 +165,25 @@ def _problems(pages: dict[str, dict[str, Any]], key: str) -> dict[str, list[str]
 
 @pytest.mark.slow
 def test_every_page_was_checked(pages: dict[str, dict[str, Any]]) -> None:
-    for name in ("index.html", "api/core/index.html", "envs/web/index.html"):
+    families = ("games", "code", "users", "web", "visual", "household", "search")
+    for name in (
+        "index.html",
+        "api/core/index.html",
+        "evaluate/index.html",
+        "benchmarks/index.html",
+        *(f"envs/{f}/index.html" for f in families),
+    ):
         assert name in pages
     assert sum(found["blocks"] for found in pages.values()) > 300  # the code blocks were seen
+
+
+@pytest.mark.slow
+def test_every_image_loads_and_the_visual_samples_are_shown(
+    pages: dict[str, dict[str, Any]],
+) -> None:
+    assert _problems(pages, "broken") == {}
+    assert pages["visual/index.html"]["images"] >= 20  # a view and a zoom per task type
+    assert pages["training/index.html"]["images"] >= 1  # what a learning run looks like
 
 
 @pytest.mark.slow

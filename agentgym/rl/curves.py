@@ -47,13 +47,15 @@ class Panel:
     title: str
     ylabel: str
     ylim: tuple[float, float] | None = None
+    series: str = "training rollouts"
+    """What the metric's points are, for the legend."""
 
 
 #: The panels of ``curve.png``, top to bottom.
 PANELS = (
     Panel("success", "Success rate", "fraction of episodes solved", (-0.03, 1.03)),
     Panel("return_mean", "Return", "mean episode return"),
-    Panel("loss", "Training loss", "mean loss per update"),
+    Panel("loss", "Training loss", "mean loss per update", series="training loss"),
 )
 
 
@@ -114,10 +116,12 @@ def curve_lines(
     smooth: int = 3,
     heldout: Mapping[str, Any] | None = None,
     heldout_y: Sequence[str] = ("test_success", "test_success_greedy"),
+    series: str = "training rollouts",
 ) -> list[CurveLine]:
     """The series one panel of :func:`plot_curves` draws (metric ``y``), without drawing.
 
-    Labels name the run only when there are several (a single run's title names it).
+    ``series`` says what ``y``'s points are (legend text). Labels name the run only when
+    there are several (a single run's title names it).
     """
     names = {*runs, *(heldout or {})}
     lines: list[CurveLine] = []
@@ -131,10 +135,10 @@ def curve_lines(
         who = f"{name}: " if len(names) > 1 else ""
         mean = ys.mean(0)
         band = (ys.min(0), ys.max(0)) if n > 1 else None
-        label = f"{who}training rollouts (each iteration{_seeds_note(n)})"
+        label = f"{who}{series} (each iteration{_seeds_note(n)})"
         lines.append(CurveLine(label, xs, mean, "raw", "o", band, name))
         if smooth > 1 and len(xs) > 1:
-            label = f"{who}training, trailing mean of {smooth} iterations"
+            label = f"{who}{series}, trailing mean of {smooth} iterations"
             lines.append(
                 CurveLine(label, xs, trailing_mean(mean, smooth), "smooth", "-", None, name)
             )
@@ -188,6 +192,7 @@ def curve_figure(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     x = x_axis(runs, heldout, x)
     fig, axes = plt.subplots(len(panels), 1, figsize=(7, 2.7 * len(panels) + 0.6), sharex=True)
@@ -195,7 +200,13 @@ def curve_figure(
     for ax, panel in zip(axes, panels):
         shown = heldout if panel.metric == "success" else None
         lines = curve_lines(
-            runs, x=x, y=panel.metric, smooth=smooth, heldout=shown, heldout_y=heldout_y
+            runs,
+            x=x,
+            y=panel.metric,
+            smooth=smooth,
+            heldout=shown,
+            heldout_y=heldout_y,
+            series=panel.series,
         )
         _draw(ax, lines)
         ax.set_title(panel.title, fontsize=10, loc="left")
@@ -209,7 +220,7 @@ def curve_figure(
             ax.text(
                 0.5,
                 0.5,
-                "not measured in this run",
+                f"no {panel.series} in this run",
                 transform=ax.transAxes,
                 ha="center",
                 va="center",
@@ -217,16 +228,19 @@ def curve_figure(
             )
     axes[-1].set_xlabel("env steps" if x == "env_steps" else x.replace("_", " "))
     axes[-1].set_xlim(left=0)
+    if x == "iteration":
+        axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return fig
 
 
 def _draw(ax: Any, lines: Sequence[CurveLine]) -> None:
-    """Draw the lines on one panel; a run's raw points and smoothing share a colour."""
+    """Draw the lines on one panel: a run's raw points and smoothing share a colour, each
+    held-out mode (greedy, sampled) has its own."""
     colors: dict[tuple[str, str], Any] = {}
     for line in lines:
-        key = (line.group, "heldout" if line.kind == "heldout" else "train")
+        key = (line.group, line.style if line.kind == "heldout" else "train")
         kw: dict[str, Any] = {"label": line.label}
         if key in colors:
             kw["color"] = colors[key]

@@ -49,11 +49,17 @@ def test_three_panels_with_self_explaining_legends() -> None:
     ]
     assert _legend(success) == [
         "training rollouts (each iteration)",
-        "training, trailing mean of 3 iterations",
+        "training rollouts, trailing mean of 3 iterations",
         "held-out test success (sampled, 100 episodes)",
         "held-out test success (greedy, 100 episodes)",
     ]
-    assert _legend(ret) == _legend(loss) == _legend(success)[:2]  # held-out: success only
+    assert _legend(ret) == _legend(success)[:2]  # held-out: in the success panel only
+    assert _legend(loss) == [
+        "training loss (each iteration)",
+        "training loss, trailing mean of 3 iterations",
+    ]
+    # greedy and sampled are told apart by colour too, not only by marker
+    assert success.lines[2].get_color() != success.lines[3].get_color()
     assert not any("n=" in text for ax in fig.axes for text in _legend(ax))
     # each panel plots its own column, raw then a trailing mean that starts at the first point
     assert list(ret.lines[0].get_ydata()) == [-1.0, 0.5, 2.0]
@@ -88,7 +94,8 @@ def test_an_sft_run_is_plotted_against_iterations() -> None:
     success, ret, loss = fig.axes
     assert loss.get_xlabel() == "iteration"
     assert list(success.lines[0].get_xdata()) == [0, 2]  # held-out points spread, not at 0
-    assert [t.get_text() for t in ret.texts] == ["not measured in this run"]
+    assert [t.get_text() for t in ret.texts] == ["no training rollouts in this run"]
+    assert all(float(t).is_integer() for t in loss.get_xticks())  # epochs, not 2.5
     assert list(loss.lines[0].get_ydata()) == [2.0, 1.0]
     _close(fig)
 
