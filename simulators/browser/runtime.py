@@ -89,6 +89,7 @@ CHROMIUM_FLAGS = (
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE *.localhost",
 )
 VIEWPORT = {"width": 1024, "height": 768}
+TABS_OPENING_AT_ONCE = 4
 
 
 def find_chromium(explicit: str | None = None) -> str:
@@ -170,6 +171,8 @@ class Slot:
     popups: int = 0
     """Windows the slot's page opened although the page helper folds them (closed at once)."""
     popup_seen: asyncio.Event | None = None
+    context_generation: int = -1
+    opening: asyncio.Task[None] | None = None
 
 
 class BrowserRuntime:
@@ -209,6 +212,7 @@ class BrowserRuntime:
         self._alive = False
         self._closed = False
         self._launch_lock: asyncio.Lock | None = None
+        self._tab_gate: asyncio.Semaphore | None = None
         # bound, never listening: a connection to it is refused (the proxy of every request
         # that is not for the site server)
         self._dead_end = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -252,6 +256,7 @@ class BrowserRuntime:
 
     async def _start(self) -> None:
         self._launch_lock = asyncio.Lock()
+        self._tab_gate = asyncio.Semaphore(TABS_OPENING_AT_ONCE)
         await self.server.start()
         before = set(_driver_children())
         self._pw = await self._async_playwright().start()
@@ -391,10 +396,18 @@ class BrowserRuntime:
         """Forget the slot and close its context: its tab and anything the tab opened."""
         self.server.sites.pop(slot.id, None)
         self._slots.pop(slot.id, None)
-        context, slot.context, slot.page = slot.context, None, None
-        if context is not None and not self._closed:
+        if not self._closed:
             with contextlib.suppress(Exception):
-                self.call(self._close_context(context), timeout=10.0)
+                self.call(self._forget(slot), timeout=30.0)
+
+    async def _forget(self, slot: Slot) -> None:
+        """On the loop: let a tab still opening finish, then close the slot's context."""
+        if slot.opening is not None and not slot.opening.done():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(slot.opening)
+        context, slot.context, slot.page = slot.context, None, None
+        if context is not None:
+            await self._close_context(context)
 
     async def _close_context(self, context: Any) -> None:
         with contextlib.suppress(Exception):
@@ -422,12 +435,39 @@ class BrowserRuntime:
             asyncio.get_running_loop().create_task(self._close_page(page))
         slot.page = None
         try:
-            page = await self._new_page(slot)
+            await self._new_page(slot)
         except Exception:
+            if self._browser is not None and self._browser.is_connected():
+                raise  # a slow or failed tab is this slot's problem, not a dead browser
             await self._ensure_browser_forced()
-            page = await self._new_page(slot)
-        slot.crashed = False
-        slot.generation = self.generation
+            await self._new_page(slot)
+        return True
+
+    async def _new_page(self, slot: Slot) -> None:
+        """Give the slot a new tab (in a new context when it has none from this browser).
+
+        The work runs as its own task, shielded from the caller's timeout: a cancelled
+        caller leaves the tab and context on the slot (to be used, or closed with the slot),
+        never orphaned in Chromium. At most a few tabs are created at once: each starts a
+        renderer process, and on a loaded machine dozens at a time starve one another.
+        """
+        task = slot.opening
+        if task is None or task.done():
+            task = slot.opening = asyncio.get_running_loop().create_task(self._open_tab(slot))
+        await asyncio.shield(task)
+
+    async def _open_tab(self, slot: Slot) -> None:
+        assert self._tab_gate is not None
+        async with self._tab_gate:
+            if slot.context is None or slot.context_generation != self.generation:
+                old, slot.context = slot.context, None
+                if old is not None:
+                    asyncio.get_running_loop().create_task(self._close_context(old))
+                slot.context = await self._new_context()
+                slot.context_generation = self.generation
+            page = await slot.context.new_page()
+        if slot.popup_seen is None:
+            slot.popup_seen = asyncio.Event()
 
         def on_crash(*_: Any) -> None:
             slot.crashed = True
@@ -445,19 +485,12 @@ class BrowserRuntime:
         page.on("domcontentloaded", on_load)
         page.on("popup", on_popup)
         page.set_default_timeout(10_000)
+        slot.crashed = False
+        slot.generation = self.generation
         slot.page = page
-        return True
-
-    async def _new_page(self, slot: Slot) -> Any:
-        """A tab in the slot's context (a new context when the browser has restarted)."""
-        if slot.context is None or slot.generation != self.generation:
-            old, slot.context = slot.context, None
-            if old is not None:
-                asyncio.get_running_loop().create_task(self._close_context(old))
-            slot.context = await self._new_context()
-        if slot.popup_seen is None:
-            slot.popup_seen = asyncio.Event()
-        return await slot.context.new_page()
+        if slot.id not in self._slots:  # the slot was closed while its tab was opening
+            context, slot.context, slot.page = slot.context, None, None
+            await self._close_context(context)
 
     async def _ensure_browser_forced(self) -> None:
         self._alive = False

@@ -134,7 +134,10 @@ def test_eight_concurrent_sessions_have_no_errors_and_leave_no_page(runtime):
     from agentgym.vector import EnvPool
 
     before = runtime.open_pages()
-    pool = EnvPool([lambda: gym.make("agentgym/WebTodo-v0")] * 8, backend="thread")
+    # a generous action timeout: on a loaded CI machine 8 sessions queue for the CPU
+    pool = EnvPool(
+        [lambda: gym.make("agentgym/WebTodo-v0", action_timeout=30.0)] * 8, backend="thread"
+    )
     try:
         pool.reset(seeds=list(range(8)))
         assert runtime.open_pages() == (before[0] + 8, before[1] + 8)
