@@ -35,7 +35,7 @@ Replacement
     factories, and a warning says so. Restarted and replacement actors are placed like the
     first ones, on the nodes alive at that time: when a node dies, its actors come back on
     the surviving nodes (or on a node added since) once Ray has noticed the death (its
-    health checks: a median of about 19 s after the kill with Ray's defaults in the
+    health checks: a median of 12-20 s after the kill with Ray's defaults in the
     benchmark). Replacements of one actor are spaced out with exponential backoff
     (``replace_backoff_s``, doubling up to ``max_replace_backoff_s``;
     back to the start once the new actor answers), so a factory that crashes at start-up
