@@ -132,6 +132,8 @@ def test_math_answer_limits_and_exact_values():
         and as_fraction(f"1e{MAX_EXPONENT + 1}") is None
     )
     assert as_fraction(f"1e-{MAX_EXPONENT}") is not None
+    assert as_fraction("2" * MAX_DIGITS + "/" + "2" * MAX_DIGITS) == 1
+    assert as_fraction("2" * (MAX_DIGITS + 1) + "/2") is None
 
 
 # --- users: turn credit and trajectory scores -----------------------------------------------

@@ -123,3 +123,20 @@ def test_train_and_test_tasks_differ():
     env = gym.make("agentgym/Sokoban-Tiny-v0", split="test")
     _, info = env.reset(seed=0)
     assert int(info["task_id"].rsplit("-", 1)[1]) >= 100_000
+
+
+def test_pushing_a_box_off_a_goal_costs_the_box_reward():
+    # search seeded random play (deterministic) for a push off a goal, then check its reward
+    env = gym.make("agentgym/Sokoban-Medium-v0")
+    rng = np.random.default_rng(0)
+    for seed in range(20):
+        _, info = env.reset(seed=seed)
+        for _ in range(80):
+            action = info["admissible_actions"][int(rng.integers(len(info["admissible_actions"])))]
+            obs, _, terminated, truncated, info = env.step(action)
+            if "off a goal" in obs["text"]:
+                assert info["reward_components"]["box"] == -1.0
+                return
+            if terminated or truncated:
+                break
+    pytest.fail("no push off a goal in 20 seeded episodes")

@@ -41,6 +41,12 @@ def test_output_exactly_at_the_cap_is_kept_whole(pool: SandboxPool):
     assert (r.status, r.stdout, r.stdout_dropped, r.truncated) == ("ok", "y" * 1000, 0, False)
 
 
+def test_dropping_exactly_sixteen_times_the_cap_is_not_yet_a_flood(pool: SandboxPool):
+    r = pool.run("import sys\nsys.stdout.write('w' * 17000)\n", limits=Limits(output=1000))
+    assert r.status == "ok"
+    assert r.stdout == "w" * 1000 and r.stdout_dropped <= 16000
+
+
 def test_an_output_flood_is_stopped_just_past_sixteen_times_the_cap(pool: SandboxPool):
     cap = 100_000
     code = "import sys\nwhile True:\n    sys.stdout.write('z' * 65536)\n    sys.stdout.flush()\n"
