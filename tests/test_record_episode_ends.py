@@ -128,3 +128,15 @@ def test_step_timings_are_policy_and_env_milliseconds(tmp_path: Path, monkeypatc
     assert timings[0]["env_ms"] == pytest.approx(500.0)
     assert timings[1]["policy_ms"] == pytest.approx(100.0)
     assert timings[1]["env_ms"] == pytest.approx(300.0)
+
+
+def test_an_episode_ended_elsewhere_is_not_written_to_again(tmp_path: Path):
+    path = tmp_path / "t.agtr"
+    with Recorder(path) as recorder:
+        env = Record(CounterEnv(max_turns=3), recorder)
+        env.reset(seed=0)
+        recorder.end_episode(env.episode_id, aborted=True)  # e.g. a supervisor gave up on it
+        env.step(BAD)  # the wrapper must neither raise nor reopen it
+        env.close()
+    [ep] = _episodes(path)
+    assert (ep.length, ep.end["termination"]) == (0, "aborted")
