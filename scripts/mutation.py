@@ -759,10 +759,6 @@ KNOWN_GAPS: dict[str, str] = {
         "the 16 MiB cap on a graded run's results: a test would need a candidate returning "
         "more than 16 MiB"
     ),
-    "testing:check_answer_hidden:int:+0.50": (
-        "the default seed of check_answer_hidden when called directly (run_checks always "
-        "passes one); the broken envs leak their answer on every seed"
-    ),
 }
 
 
