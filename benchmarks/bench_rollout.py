@@ -239,7 +239,7 @@ def run(
     calls = calls or 1
     rounds = rounds or (1 if quick else 2)
     lines = [
-        "## Rollouts: lockstep vs asynchronous vs asynchronous + partial (APRIL)",
+        "## Rollouts: lockstep vs asynchronous vs asynchronous + partial (APRIL, issue 25)",
         "",
         (__doc__ or "").split("\n\n", 1)[1].strip(),
         "",
