@@ -6,13 +6,13 @@ reply takes a lognormal latency with p50 200 ms and p99 2 s (10x; shorter than m
 generations, long enough that the client's CPU does not set the pace at 64 in flight), and
 the "model" picks a tool call from a hash of the chat, so every mode plays the same
 episodes. GRPO groups of 4.
-All three modes send their requests through the same :class:`~agentgym.rollout.AsyncHTTPPolicy`
+All three modes send their requests through the same `agentgym.rollout.AsyncHTTPPolicy`
 client and keep the same number of episodes in flight (64 or 256):
 
-* **lockstep** — :func:`agentgym.rl.rollouts.group_rollouts` (the trainer's loop): each turn
+* **lockstep** — `agentgym.rl.rollouts.group_rollouts` (the trainer's loop): each turn
   every active env waits for the whole batch of replies, then all envs step together;
   ``in flight / 4`` groups per call.
-* **async** — :class:`~agentgym.rollout.RolloutEngine` with ``partial=False``: each env
+* **async** — `agentgym.rollout.RolloutEngine` with ``partial=False``: each env
   steps as soon as its own reply arrives; the same groups per call, every one run to the end.
 * **async + partial** — the engine with ``partial=True``: the same episodes in flight, half
   as many groups per call (2x over-provisioning); a call stops at its target and the
