@@ -18,7 +18,6 @@ is raised); env failures never stop it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 from collections.abc import Mapping
 from typing import Any
@@ -30,6 +29,7 @@ from agentgym.error import InvalidConfigError
 from agentgym.registry import get_record
 from agentgym.rl.heldout import temperature
 from agentgym.rollout.engine import EpisodeCallbacks, RolloutConfig, RolloutEngine
+from agentgym.rollout.loop import run_bounded
 from agentgym.rollout.records import CollectionSummary, Episode
 from agentgym.rollout.sources import LocalEnvSource
 
@@ -95,7 +95,7 @@ def engine_heldout(
             source, policy, [seed + k // samples_per_task for k in range(total)], config, hooks
         )
         try:
-            return asyncio.run(_collect(engine, total))
+            return run_bounded(_collect(engine, total))
         finally:
             engine.close()
 
@@ -106,5 +106,7 @@ async def _collect(engine: RolloutEngine, groups: int) -> CollectionSummary:
     finally:
         aclose = getattr(engine.policy, "aclose", None)
         if callable(aclose):  # the HTTP client of this loop; never wait long on it
-            with contextlib.suppress(Exception, asyncio.TimeoutError):
-                await asyncio.wait_for(aclose(), 2.0)
+            closing = asyncio.ensure_future(aclose())
+            await asyncio.wait({closing}, timeout=2.0)  # never longer (wait_for can be)
+            if closing.done() and not closing.cancelled():
+                closing.exception()  # a failed close is not the run's failure

@@ -9,9 +9,12 @@ still in flight.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+
+import pytest
 
 from tests.fake_openai import FakeOpenAI
 
@@ -24,14 +27,20 @@ def _agentgym(*args: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # SIGABRT dumps every thread's stack
     )
 
 
 def _interrupt(proc: subprocess.Popen[str]) -> tuple[str, str]:
-    """SIGINT, then the process's output once it has exited (killed if it never does)."""
+    """SIGINT, then the process's output once it has exited. One that never exits is
+    aborted, and the test fails with the stacks of all its threads (where it hung)."""
     proc.send_signal(signal.SIGINT)
     try:
         return proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        _out, err = proc.communicate(timeout=30)
+        pytest.fail(f"still running 120 s after Ctrl-C; its threads:\n{err[-6000:]}")
     finally:
         if proc.poll() is None:
             proc.kill()
