@@ -65,3 +65,20 @@ def test_memory_past_the_cap_is_refused_and_below_it_allowed(pool: SandboxPool):
     big = pool.run("x = bytearray(1 << 30)\nprint('ALLOCATED')\n", limits=limits, timeout=10.0)
     assert big.status in ("error", "killed")
     assert "ALLOCATED" not in big.stdout
+
+
+RESULT_CAP = 16 << 20  # bytes of graded return values a run may send back
+
+
+def test_a_graded_result_under_the_16_mib_cap_comes_back_whole(pool: SandboxPool):
+    n = RESULT_CAP - (1 << 20)
+    r, results = pool.grade_raw("def f(n):\n    return 'x' * n\n", "f", [[n]], timeout=30.0)
+    assert r.status == "ok", r.stderr
+    assert results[0] is not None and results[0]["ok"] and len(results[0]["value"]) == n
+
+
+def test_a_graded_result_over_the_16_mib_cap_is_dropped(pool: SandboxPool):
+    n = RESULT_CAP + (256 << 10)  # past the cap by more than one 64 KiB pipe read
+    r, results = pool.grade_raw("def f(n):\n    return 'x' * n\n", "f", [[n]], timeout=30.0)
+    assert r.status == "ok", r.stderr
+    assert results == [None]  # cut at the cap: no well-formed result line, so no result
