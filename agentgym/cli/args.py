@@ -68,7 +68,8 @@ def check_env_args(env_id: str, env_kwargs: dict[str, Any], command: str) -> Env
 
     Raises a typed error before any env is built (in a worker thread or process, where the
     constructor's TypeError would surface as a long traceback): a multi-agent id points to
-    ``agentgym.make_multi``, an unknown keyword lists the ones the env takes.
+    ``agentgym.make_multi``, an unknown keyword lists the ones the env takes, an unknown
+    ``split`` the env's splits.
     """
     record = single_agent_record(env_id, f"`agentgym {command}`")
     try:
@@ -76,6 +77,12 @@ def check_env_args(env_id: str, env_kwargs: dict[str, Any], command: str) -> Env
         params = inspect.signature(cls).parameters.values()
     except (ImportError, AttributeError, ValueError, TypeError):
         return record  # cannot inspect: let the env's own error speak
+    splits = getattr(cls, "splits", None)
+    split = env_kwargs.get("split")
+    if isinstance(splits, tuple) and split is not None and split not in splits:
+        raise InvalidConfigError(
+            f"{record.id} has no split {split!r}; its splits are: {', '.join(splits)}."
+        )
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         return record
     names = {p.name for p in params if p.name != "self"}

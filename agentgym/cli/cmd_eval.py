@@ -47,7 +47,7 @@ import os
 import sys
 from typing import Any
 
-from agentgym.cli.args import json_object, positive_int, progress_wanted
+from agentgym.cli.args import check_env_args, json_object, positive_int, progress_wanted
 from agentgym.error import InvalidConfigError
 
 #: The environment variable ``--policy openai`` reads its API key from by default.
@@ -103,7 +103,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--episodes", type=int, default=100, help="held-out tasks per mode (default 100)"
     )
     p.add_argument(
-        "--split", choices=["train", "test"], default="test", help="task split (default: test)"
+        "--split",
+        default="test",
+        help="task split (default: test); envs with more (valid, test_seen, test_unseen) "
+        "list them on their docs page",
     )
     p.add_argument(
         "--mode",
@@ -294,6 +297,7 @@ def run(args: argparse.Namespace) -> int:
         if args.env_kwargs is not None
         else {k: v for k, v in (trained.get("env_kwargs") or {}).items() if k != "split"}
     )
+    check_env_args(args.env_id, {**env_kwargs, "split": args.split}, "eval")
     policy = load_policy(
         args.policy,
         checkpoint=args.checkpoint,

@@ -51,7 +51,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--num-envs", type=positive_int, default=4, help="envs stepped concurrently (default 4)"
     )
-    p.add_argument("--split", choices=["train", "test"], default=None, help="task split")
+    p.add_argument(
+        "--split", default=None, help="task split: train, test, or one the env adds (e.g. valid)"
+    )
     p.add_argument(
         "--env-kwargs",
         default="{}",

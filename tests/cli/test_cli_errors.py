@@ -65,6 +65,34 @@ def test_train_with_an_unknown_env_keyword_names_it_and_the_accepted_ones(capsys
     assert not (tmp_path / "run" / "checkpoint.pt").exists()
 
 
+@pytest.mark.parametrize("command", ["eval", "run"])
+def test_a_split_the_env_lacks_is_a_one_line_error_naming_its_splits(command, capsys):
+    code = main([command, "agentgym/Sokoban-Tiny-v0", "--split", "valid", "--episodes", "1",
+                 "--policy", "random"])  # fmt: skip
+    assert code == 2
+    _one_line_error(capsys.readouterr().err, "no split 'valid'", "train, test.")
+
+
+def test_eval_and_run_take_the_extra_splits_an_env_declares(capsys, tmp_path):
+    """Household-v0 adds valid, test_seen and test_unseen to train/test (issue 24)."""
+    out = tmp_path / "eval.jsonl"
+    code = main(["eval", "agentgym/Household-v0", "--split", "valid", "--episodes", "2",
+                 "--policy", "random", "--mode", "greedy", "--out", str(out)])  # fmt: skip
+    assert code == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    household = gym.make("agentgym/Household-v0").unwrapped
+    assert len(rows) == 2 and {row["split"] for row in rows} == {"valid"}
+    assert all(row["task_id"] in household.task_ids("valid") for row in rows), rows
+    capsys.readouterr()
+    code = main(["run", "agentgym/Household-v0", "--split", "test_seen", "--episodes", "1",
+                 "--quiet", "--json", "--policy", "random"])  # fmt: skip
+    assert code == 0
+    row = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert row["task_id"] in household.task_ids("test_seen")
+    assert row["task_id"] not in household.task_ids("test_unseen")
+    household.close()
+
+
 def test_train_on_cuda_with_cpu_only_torch_says_so(capsys, tmp_path) -> None:
     import torch
 
