@@ -254,38 +254,21 @@ def _draw(ax: Any, lines: Sequence[CurveLine]) -> None:
             ax.fill_between(line.xs, *line.band, alpha=0.15, color=drawn.get_color())
 
 
-def plot_curves(
-    runs: Mapping[str, Any],
-    path: str | Path,
-    *,
-    title: str = "",
-    x: str = "env_steps",
-    smooth: int = 3,
-    heldout: Mapping[str, Any] | None = None,
-    heldout_y: Sequence[str] = ("test_success", "test_success_greedy"),
-    panels: Sequence[Panel] = PANELS,
-) -> bool:
-    """Save the learning curve of each named run (see :func:`curve_figure`) to ``path``.
+def plot_curves(runs: Mapping[str, Any], path: str | Path, **figure: Any) -> bool:
+    """Save the learning curve of each named run to ``path``.
 
     Args:
         runs: name -> metric rows (``metrics.csv``), or name -> list of row lists (seeds:
             mean with a min-max band).
-        heldout: name -> evaluation rows (``eval.csv``), or lists of them per seed.
-        smooth: trailing-mean window; 1 draws raw points only.
-        panels: which metrics get a panel (default: success, return, loss).
+        figure: keyword arguments of :func:`curve_figure` (``title``, ``x``, ``smooth``:
+            the trailing-mean window, 1 draws raw points only; ``heldout``: name ->
+            evaluation rows (``eval.csv``) or lists of them per seed; ``heldout_y``;
+            ``panels``: which metrics get a panel, default success, return, loss).
 
     Returns False (and warns) when matplotlib is missing.
     """
     try:
-        fig = curve_figure(
-            runs,
-            title=title,
-            x=x,
-            smooth=smooth,
-            heldout=heldout,
-            heldout_y=heldout_y,
-            panels=panels,
-        )
+        fig = curve_figure(runs, **figure)
     except ImportError:
         warnings.warn("matplotlib is not installed; no learning-curve plot.", stacklevel=2)
         return False

@@ -366,29 +366,20 @@ class Trainer:
                 group_prefix=f"{iteration}:",
                 traj_counter=self._next_traj,
             )
+        groups: dict[str, Any] = {
+            "group_size": cfg.group_size,
+            "history_turns": cfg.history_turns,
+            "group_prefix": f"{iteration}:",
+        }
         if cfg.rollout_engine:
             from agentgym.rollout.training import collect_groups
 
             batch, summary = collect_groups(
-                self.pool,
-                self.policy,
-                seeds,
-                group_size=cfg.group_size,
-                history_turns=cfg.history_turns,
-                group_prefix=f"{iteration}:",
-                policy_version=iteration,
+                self.pool, self.policy, seeds, policy_version=iteration, **groups
             )
             self.infra_failures += summary.infra_failures
             return batch
-        return group_rollouts(
-            self.pool,
-            self.policy,
-            seeds,
-            group_size=cfg.group_size,
-            history_turns=cfg.history_turns,
-            group_prefix=f"{iteration}:",
-            traj_counter=self._next_traj,
-        )
+        return group_rollouts(self.pool, self.policy, seeds, traj_counter=self._next_traj, **groups)
 
     def advantages(self, batch: RolloutBatch) -> tuple[list[StepRecord], np.ndarray]:
         if self.cfg.algo == "gigpo":
