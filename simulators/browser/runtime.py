@@ -66,6 +66,9 @@ T = TypeVar("T")
 CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/lib/chromium-browser/chromium-browser")
 CHROMIUM_FLAGS = (
     "--disable-gpu",
+    # Compositing runs on a thread of the browser process, not in a GPU process of its own:
+    # one process less per browser, and no IPC hop for every frame.
+    "--in-process-gpu",
     "--disable-quic",
     "--no-first-run",
     "--disable-background-networking",

@@ -35,6 +35,8 @@ _SELECT_JS = (
     '(bid) => { const e = document.querySelector(`[data-bid="${CSS.escape(bid)}"]`);'
     " if (e && e.select) e.select(); }"
 )
+# where the tab is in its session history (the Navigation API's entry index)
+_HISTORY_ENTRY_JS = "() => (window.navigation ? navigation.currentEntry.index : -1)"
 _RESET_LEAVING_JS = "() => { if (window.__ag) window.__ag.leaving = false; }"
 
 
@@ -392,11 +394,21 @@ class BrowserSession:
 
     async def _back(self) -> str | None:
         loads = self.slot.loads
-        resp = await self.slot.page.go_back(
+        page = self.slot.page
+        entry = await page.evaluate(_HISTORY_ENTRY_JS)
+        resp = await page.go_back(
             wait_until="domcontentloaded", timeout=self.navigation_timeout * 1000
         )
         if resp is None and self.slot.loads == loads:
-            return await self._after(loads, "there is no previous page")
+            # no load: either there was nothing to go back to, or the entry belongs to this
+            # same document (a page that swapped its body in, static/swap.js, which fetches
+            # the address again itself on the way back)
+            try:
+                moved = await page.evaluate(_HISTORY_ENTRY_JS) != entry
+            except Exception:  # the document is being replaced: that is a move too
+                moved = True
+            if not moved:
+                return await self._after(loads, "there is no previous page")
         return await self._after(loads)
 
 

@@ -19,6 +19,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 STATIC_PREFIX = "/__static/"
+#: Include at the end of a page whose POST forms should submit with fetch and swap the body
+#: in place of a full page load (``static/swap.js``); what the page shows is unchanged.
+SWAP_FORMS_SCRIPT = f"<script src='{STATIC_PREFIX}swap.js'></script>"
 
 
 @dataclass

@@ -1,7 +1,9 @@
 """A to-do list app (create, complete, rename, delete), scored by its database.
 
 Pages: ``/`` lists items, each with *Done*/*Undo*, *Delete* and a rename form, plus an *Add*
-form. Every change is a POST that redirects back to ``/``. State is a real SQLite database
+form. Every change is a POST that redirects back to ``/``; in a browser the forms submit with
+``fetch`` and swap in the answer's body (``static/swap.js``), which shows the same page as a
+full load at a fraction of Chromium's CPU. State is a real SQLite database
 in memory; the task (from the seed) asks for one or two changes and the env compares the
 resulting rows with the goal rows.
 """
@@ -13,7 +15,15 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from agentgym.simulators.browser.site import Request, Response, Site, esc, not_found, page
+from agentgym.simulators.browser.site import (
+    SWAP_FORMS_SCRIPT,
+    Request,
+    Response,
+    Site,
+    esc,
+    not_found,
+    page,
+)
 from agentgym.simulators.browser.sites.words import WORDS
 
 HEADER = "<header class='ag'><b>Todo</b></header>"
@@ -71,9 +81,13 @@ def make_task(seed: int, kinds: tuple[str, ...] = KINDS) -> dict[str, Any]:
 class TodoSite(Site):
     """The to-do app over an in-memory SQLite database."""
 
-    def __init__(self, kinds: tuple[str, ...] = KINDS) -> None:
+    def __init__(self, kinds: tuple[str, ...] = KINDS, *, swap_forms: bool = True) -> None:
+        """``swap_forms``: the forms submit with fetch and the answer replaces the page's
+        body (``static/swap.js``), so a click costs no full page load in a browser; the
+        pages, observations and rewards are the same either way."""
         super().__init__()
         self.kinds = kinds
+        self.swap_forms = swap_forms
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
         self.seed = 0
         self.task: dict[str, Any] = {}
@@ -151,4 +165,4 @@ class TodoSite(Site):
             "<form method='post' action='/add'><input name='title' aria-label='New item'>"
             "<button type='submit'>Add</button></form>"
         )
-        return page("Todo", HEADER + body)
+        return page("Todo", HEADER + body, scripts=SWAP_FORMS_SCRIPT if self.swap_forms else "")

@@ -1,0 +1,47 @@
+// agentgym site helper: forms that POST submit with fetch and the answer's body replaces this
+// document's body, in place of a full page load (a common progressive enhancement). What the
+// page shows afterwards is exactly the document a plain submission would have loaded: the
+// redirect is followed, the title and address are taken over, a history entry is pushed (Back
+// fetches the address again, as a reload of a no-store page would) and the element ids of the
+// observation start again from 0, as in a new document. Any failure falls back to a plain
+// submission. Sites opt in by including this script at the end of their pages.
+(() => {
+  if (window.__agSwap) return;
+  window.__agSwap = true;
+  const ag = () => window.__ag;
+  const show = (html, url, push) => {
+    const doc = new DOMParser().parseFromString(html, "text/html");
+    document.title = doc.title;
+    if (push) history.pushState(null, "", url);
+    else if (url !== location.href) history.replaceState(null, "", url);
+    document.body.replaceWith(document.adoptNode(doc.body));
+    window.__agNext = 0;  // a new document's ids (observe.js) start again from 0
+    window.scrollTo(0, 0);
+  };
+  const load = (url, init, push) =>
+    fetch(url, init).then((r) => {
+      const type = r.headers.get("content-type") || "";
+      if (!type.startsWith("text/html")) throw new Error("not a page");
+      return r.text().then((html) => show(html, r.url, push));
+    });
+  document.addEventListener("submit", (e) => {
+    const form = e.target;
+    const method = (e.submitter && e.submitter.getAttribute("formmethod")) || form.method;
+    if (e.defaultPrevented || !(form instanceof HTMLFormElement) || method !== "post") return;
+    const action = new URL(
+      (e.submitter && e.submitter.getAttribute("formaction")) || form.action, location.href);
+    if (action.origin !== location.origin || !ag()) return;
+    e.preventDefault();
+    const body = new URLSearchParams(new FormData(form, e.submitter || null));
+    ag().track(load(action.href, { method: "POST", body }, true).catch(() => {
+      ag().leaving = true;  // a plain submission instead: a navigation, as without this script
+      HTMLFormElement.prototype.submit.call(form);
+    }));
+  });
+  window.addEventListener("popstate", () => {
+    const a = ag();
+    const reload = () => { if (a) a.leaving = true; location.reload(); };
+    const p = load(location.href, { cache: "no-store" }, false).catch(reload);
+    if (a) a.track(p);
+  });
+})();
