@@ -111,15 +111,16 @@ class FakeLLMServer:
         latency: seconds each reply takes (e.g. :class:`LognormalLatency`); None: none.
         fault: which requests fail and how (see :data:`Fault`); None: none.
 
-    Counters: ``requests``, ``answered``, ``errors_500``, ``dropped``, ``max_in_flight``
-    and ``busy_s`` (seconds of request handling summed over requests, for utilisation).
+    Counters: ``requests``, ``answered``, ``errors_500``, ``dropped``, ``max_in_flight``,
+    ``busy_s`` (seconds of request handling summed over requests, for utilisation) and
+    ``connections`` (TCP connections accepted; keep-alive clients reuse theirs).
     """
 
     def __init__(self, *, latency: Callable[[], float] | None = None, fault: Fault | None = None):
         self.latency = latency
         self.fault = fault
         self.requests = self.answered = self.errors_500 = self.dropped = 0
-        self.in_flight = self.max_in_flight = 0
+        self.in_flight = self.max_in_flight = self.connections = 0
         self.busy_s = 0.0
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), self._handler())
@@ -132,7 +133,7 @@ class FakeLLMServer:
     def reset_counters(self) -> None:
         with self._lock:
             self.requests = self.answered = self.errors_500 = self.dropped = 0
-            self.max_in_flight, self.busy_s = self.in_flight, 0.0
+            self.max_in_flight, self.busy_s, self.connections = self.in_flight, 0.0, 0
 
     def _answer(self, body: dict[str, Any]) -> tuple[int, bytes | None]:
         start = time.perf_counter()
@@ -171,6 +172,11 @@ class FakeLLMServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive: no new connection per request
+
+            def setup(self) -> None:  # one handler per connection
+                super().setup()
+                with owner._lock:
+                    owner.connections += 1
 
             def do_POST(self) -> None:
                 try:

@@ -22,6 +22,7 @@ import asyncio
 import itertools
 import json
 import logging
+import math
 import queue
 import threading
 import time
@@ -231,6 +232,54 @@ class _DaemonWorkers:
         self._threads = []
 
 
+CONNECTIONS_PER_CLIENT = 8
+"""Connections of one ``httpx.AsyncClient`` in :class:`ChatCompletions`' async transport.
+
+httpcore's connection pool walks all its connections (and asks each socket whether it is
+still readable) on every request it sends and every reply it releases, so one pool of
+hundreds of connections spends more CPU per request than the request itself: at 256
+episodes in flight the client process, not the model server, set the pace. Connections are
+therefore spread over several small pools (:class:`_ClientShards`)."""
+
+
+class _ClientShards:
+    """``total`` connections spread over ``ceil(total / CONNECTIONS_PER_CLIENT)`` clients.
+
+    Each request goes to the client with the most free connections, so a request waits for
+    a connection only when all ``total`` are busy, as with one client of ``total``.
+
+    >>> shards = _ClientShards(lambda n: n, 20)  # "clients" that are just their sizes
+    >>> shards.clients
+    [7, 7, 6]
+    >>> [shards.pick() for _ in range(5)], shards.busy
+    ([0, 1, 0, 1, 2], [2, 2, 1])
+    """
+
+    def __init__(self, make: Callable[[int], Any], total: int):
+        count = max(1, math.ceil(total / CONNECTIONS_PER_CLIENT))
+        self.sizes = [total // count + (i < total % count) for i in range(count)]
+        self.clients = [make(max(1, size)) for size in self.sizes]
+        self.busy = [0] * count
+
+    def pick(self) -> int:
+        """The index of the client with the most free connections (it is then counted busy)."""
+        free = [size - busy for size, busy in zip(self.sizes, self.busy)]
+        index = free.index(max(free))
+        self.busy[index] += 1
+        return index
+
+    async def post(self, url: str, **kwargs: Any) -> Any:
+        index = self.pick()
+        try:
+            return await self.clients[index].post(url, **kwargs)
+        finally:
+            self.busy[index] -= 1
+
+    async def aclose(self) -> None:
+        for client in self.clients:
+            await client.aclose()
+
+
 class ChatCompletions:
     """The request side of an OpenAI-compatible chat-completions server, written once.
 
@@ -289,7 +338,7 @@ class ChatCompletions:
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._timeout = timeout
         self._sync_client: Any = None
-        self._async_client: Any = None
+        self._async_clients: _ClientShards | None = None
         self._async_loop: asyncio.AbstractEventLoop | None = None
         self._reached = False  # the server has answered once: connection errors are retried
         self.retried = 0
@@ -419,26 +468,28 @@ class ChatCompletions:
 
     # ---- asyncio transport -------------------------------------------------------------
 
-    def _client_for_this_loop(self) -> Any:
-        """An ``AsyncClient`` bound to the running loop (a new loop gets a new client)."""
+    def _clients_for_this_loop(self) -> _ClientShards:
+        """The ``AsyncClient`` shards bound to the running loop (a new loop gets new ones)."""
         loop = asyncio.get_running_loop()
-        if self._async_client is None or self._async_loop is not loop:
-            limits = self._httpx.Limits(
-                max_connections=self.max_concurrency,
-                max_keepalive_connections=self.max_concurrency,
-            )
-            self._async_client = self._httpx.AsyncClient(
-                timeout=self._timeout, headers=self._headers, limits=limits
-            )
+        if self._async_clients is None or self._async_loop is not loop:
+            httpx, timeout, headers = self._httpx, self._timeout, self._headers
+
+            def client(connections: int) -> Any:
+                limits = httpx.Limits(
+                    max_connections=connections, max_keepalive_connections=connections
+                )
+                return httpx.AsyncClient(timeout=timeout, headers=headers, limits=limits)
+
+            self._async_clients = _ClientShards(client, self.max_concurrency)
             self._async_loop = loop
-        return self._async_client
+        return self._async_clients
 
     async def _apost(self, body: dict[str, Any]) -> Any:
-        client = self._client_for_this_loop()
+        clients = self._clients_for_this_loop()
         for attempt in itertools.count():
             resp, exc = None, None
             try:
-                resp = await client.post(self.url, json=body)
+                resp = await clients.post(self.url, json=body)
             except Exception as error:
                 exc = error
             wait = self._retry_wait(attempt, resp, exc)
@@ -457,9 +508,9 @@ class ChatCompletions:
 
     async def aclose(self) -> None:
         """Close the async HTTP client of the running loop."""
-        if self._async_client is not None and self._async_loop is asyncio.get_running_loop():
-            await self._async_client.aclose()
-        self._async_client = self._async_loop = None
+        if self._async_clients is not None and self._async_loop is asyncio.get_running_loop():
+            await self._async_clients.aclose()
+        self._async_clients = self._async_loop = None
 
 
 class HTTPPolicy(ChatCompletions):

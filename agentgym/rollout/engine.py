@@ -34,6 +34,7 @@ from agentgym.agents.http import PolicyRequestError
 from agentgym.episodes import EpisodeSummary, StepEvent
 from agentgym.error import InvalidConfigError
 from agentgym.rl.rollouts import Chat, StepRecord, merge_step_info
+from agentgym.rollout.loop import close_within, run_bounded
 from agentgym.rollout.policy import AsyncPolicy, as_async
 from agentgym.rollout.records import Collection, CollectionSummary, Episode, Group
 from agentgym.rollout.sources import EnvSlot, EnvSource
@@ -269,10 +270,31 @@ class RolloutEngine:
         policy_version: int | None = None,
         on_group: Callable[[Group], None] | None = None,
     ) -> Collection:
-        """:meth:`collect` from synchronous code (runs its own event loop)."""
-        return asyncio.run(
-            self.collect(target_groups, policy_version=policy_version, on_group=on_group)
+        """:meth:`collect` from synchronous code, on its own event loop.
+
+        The loop runs under :func:`~agentgym.rollout.loop.run_bounded` (Ctrl-C stops it
+        within a bounded time and keeps what finished, as ``agentgym eval`` does), and the
+        policy's HTTP client of that loop is closed at the end (:meth:`collect_and_close`).
+        """
+        return run_bounded(
+            self.collect_and_close(target_groups, policy_version=policy_version, on_group=on_group)
         )
+
+    async def collect_and_close(
+        self,
+        target_groups: int,
+        *,
+        policy_version: int | None = None,
+        on_group: Callable[[Group], None] | None = None,
+    ) -> Collection:
+        """:meth:`collect`, then close the policy's HTTP client bound to this event loop
+        (for a loop that ends after this call; at most 2 s, whatever the close does)."""
+        try:
+            return await self.collect(
+                target_groups, policy_version=policy_version, on_group=on_group
+            )
+        finally:
+            await close_within(self.policy, timeout_s=2.0)
 
     def close(self) -> None:
         """Give back the envs of carried episodes, close the source and the worker threads."""
@@ -424,8 +446,9 @@ class RolloutEngine:
     def _drop_request(ep: Episode, summary: CollectionSummary) -> None:
         if ep.pending is not None:
             request = ep.pending[0]
-            if not request.done() and not request.get_loop().is_closed():
-                request.cancel()
+            if not request.done():
+                if not request.get_loop().is_closed():  # a closed loop dropped it already
+                    request.cancel()
             elif not request.cancelled():
                 request.exception()  # retrieved: no "never retrieved" warning
             summary.aborted_requests += 1

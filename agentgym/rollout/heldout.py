@@ -17,7 +17,6 @@ is raised); env failures never stop it.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from collections.abc import Mapping
 from typing import Any
@@ -95,18 +94,6 @@ def engine_heldout(
             source, policy, [seed + k // samples_per_task for k in range(total)], config, hooks
         )
         try:
-            return run_bounded(_collect(engine, total))
+            return run_bounded(engine.collect_and_close(total)).summary
         finally:
             engine.close()
-
-
-async def _collect(engine: RolloutEngine, groups: int) -> CollectionSummary:
-    try:
-        return (await engine.collect(groups)).summary
-    finally:
-        aclose = getattr(engine.policy, "aclose", None)
-        if callable(aclose):  # the HTTP client of this loop; never wait long on it
-            closing = asyncio.ensure_future(aclose())
-            await asyncio.wait({closing}, timeout=2.0)  # never longer (wait_for can be)
-            if closing.done() and not closing.cancelled():
-                closing.exception()  # a failed close is not the run's failure

@@ -62,3 +62,17 @@ def run_bounded(main: Coroutine[Any, Any, T], *, grace_s: float = 2.0) -> T:
             # tasks that outlived the grace are dropped with the loop, without a report each
             loop.set_exception_handler(lambda _loop, _context: None)
             loop.close()
+
+
+async def close_within(owner: Any, *, timeout_s: float = 2.0) -> None:
+    """Await ``owner.aclose()`` (its async HTTP client, say) when it has one, for at most
+    ``timeout_s`` seconds: a close that waits on a reply that never comes must not hold up
+    the end of a run (``asyncio.wait``, since ``wait_for`` can wait on a shielded close
+    forever). A failed close is not the run's failure; it is retrieved and dropped."""
+    aclose = getattr(owner, "aclose", None)
+    if not callable(aclose):
+        return
+    closing = asyncio.ensure_future(aclose())
+    await asyncio.wait({closing}, timeout=timeout_s)
+    if closing.done() and not closing.cancelled():
+        closing.exception()

@@ -19,8 +19,8 @@ import pytest
 from agentgym.distributed import RayEnvPool
 from agentgym.rollout import PoolEnvSource, RolloutConfig, RolloutEngine, training_arrays
 from tests.fake_llm_server import ScriptedChatPolicy
+from tests.rollout.held_group import HoldOneTask, collect_with_held_group
 from tests.rollout.test_rollout_engine import engine_results, lockstep
-from tests.rollout.test_rollout_serve import HoldOneTask
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -48,18 +48,14 @@ def test_actor_killed_mid_run_fails_its_episode_only(ray_session):
         engine = RolloutEngine(PoolEnvSource(pool), policy, seeds, config)
         killed: list[int] = []
 
-        async def run() -> Any:
-            collecting = asyncio.create_task(engine.collect(3))
-            await policy.all_waiting.wait()
+        async def kill_an_actor_of_the_held_group() -> None:
             victim = next(ep for ep in engine.carried if ep.seed == held_seed)
             actor = pool.actors[victim.slot.index // pool.envs_per_actor]
             killed.append(victim.traj_id)
             await asyncio.to_thread(_kill_and_wait, ray_session, actor)
-            policy.gate.set()
-            return await collecting
 
         try:
-            collection = asyncio.run(run())
+            collection = collect_with_held_group(engine, 3, policy, kill_an_actor_of_the_held_group)
         finally:
             engine.close()
     summary = collection.summary

@@ -21,9 +21,9 @@ import gymnasium as gym
 import httpx
 import pytest
 
-from agentgym.agents.base import Generation, PolicyInput
 from agentgym.rollout import EpisodeCallbacks, RolloutConfig, RolloutEngine, ServeEnvSource
 from tests.fake_llm_server import ScriptedChatPolicy
+from tests.rollout.held_group import HoldOneTask, collect_with_held_group
 from tests.rollout.test_rollout_engine import engine_results, lockstep
 
 SOKOBAN = "agentgym/Sokoban-Tiny-v0"
@@ -62,24 +62,6 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-class HoldOneTask:
-    """The scripted model; episodes whose first observation is ``held`` wait at their
-    second turn until ``gate`` opens."""
-
-    def __init__(self, held: str, group_size: int):
-        self.held, self.gate, self.inner = held, asyncio.Event(), ScriptedChatPolicy()
-        self.all_waiting, self._waiting, self._group = asyncio.Event(), 0, group_size
-
-    async def act(self, item: PolicyInput) -> Generation:
-        first = next(m["content"] for m in item.messages if m["role"] == "user")
-        if first == self.held and len(item.messages) > 2 and not self.gate.is_set():
-            self._waiting += 1
-            if self._waiting == self._group:
-                self.all_waiting.set()
-            await self.gate.wait()
-        return self.inner.act([item])[0]
-
-
 def test_serve_sessions_equal_local_envs_and_a_lost_session_is_an_infra_failure() -> None:
     seeds, k = [0, 1, 2], 2
     held_seed = 2
@@ -99,17 +81,14 @@ def test_serve_sessions_equal_local_envs_and_a_lost_session_is_an_infra_failure(
     config = RolloutConfig(group_size=k, max_in_flight=6, partial=False)
     engine = RolloutEngine(source, policy, seeds, config, EpisodeCallbacks(on_episode=on_episode))
 
-    async def run() -> Any:
-        collecting = asyncio.create_task(engine.collect(3))
-        await others_done.wait()
-        await policy.all_waiting.wait()  # the held group's sessions are open on this server
+    async def restart_server() -> None:  # the held group's sessions are open on it
         await asyncio.to_thread(_stop, procs[0])
         procs.append(await asyncio.to_thread(_serve, port))  # a restarted server: sessions lost
-        policy.gate.set()
-        return await collecting
 
     try:
-        collection = asyncio.run(run())
+        collection = collect_with_held_group(
+            engine, 3, policy, restart_server, also_wait_for=[others_done]
+        )
     finally:
         engine.close()
         for proc in procs:
