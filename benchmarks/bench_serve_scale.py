@@ -39,7 +39,7 @@ ENVS = {
     "twenty": "agentgym/UserTwentyQuestions-v0",
 }
 MIX = ("sokoban", "sokoban", "todo", "twenty")  # client i plays MIX[i % 4]
-CLIENT_PROCS = 4
+CLIENT_PROCS = int(os.environ.get("AGENTGYM_BENCH_CLIENT_PROCS", "4"))
 STEPS = 20
 HALF_OPEN, HALF_OPEN_FDS, HALF_OPEN_WATCH_S = 1100, 1024, 10.0
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,6 +66,14 @@ def _python(code: str, tree: str | None, **kw: Any) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code], env=env, cwd=tempfile.gettempdir(), **kw)
 
 
+def _loop_factory() -> Any:
+    """The event loop ``uvicorn.Server.run`` would pick (``loop="auto"``: uvloop when it is
+    installed), used by the server processes of both trees and by the client processes."""
+    import uvicorn
+
+    return uvicorn.Config(app=None).get_loop_factory()
+
+
 def serve_mix(ports: list[int], max_sessions: int) -> None:
     """Server process: every env of ENVS on its port, one event loop, until killed."""
     import uvicorn
@@ -88,11 +96,15 @@ def serve_mix(ports: list[int], max_sessions: int) -> None:
             servers.append(srv)
         await asyncio.gather(*(s.serve() for s in servers))
 
-    asyncio.run(main())
+    with asyncio.Runner(loop_factory=_loop_factory()) as loop_runner:
+        loop_runner.run(main())
 
 
 def play(spec_json: str) -> None:
-    """Client process: play the plans of ``spec`` concurrently; print what they saw as JSON."""
+    """Client process: play the plans of ``spec`` concurrently; print what they saw as JSON.
+
+    Imports first, then ``ready`` on stdout; the clients start at the time the parent then
+    writes to stdin (once every client process is ready, so no import is timed)."""
     from agentgym.server.load import ClientPlan, run_client
 
     spec = json.loads(spec_json)
@@ -100,8 +112,10 @@ def play(spec_json: str) -> None:
         ClientPlan(spec["urls"][kind], steps=spec["steps"], seed=seed, label=kind)
         for kind, seed in spec["plans"]
     ]
-    while time.time() < spec["start_at"]:
-        time.sleep(0.005)
+    print("ready", flush=True)
+    start_at = float(sys.stdin.readline())
+    while time.time() < start_at:
+        time.sleep(0.002)
 
     async def timed(plan: ClientPlan) -> tuple[Any, float]:
         return await run_client(plan), time.time()
@@ -110,7 +124,8 @@ def play(spec_json: str) -> None:
         return list(await asyncio.gather(*(timed(p) for p in plans)))
 
     began = time.time()
-    done = asyncio.run(everyone())
+    with asyncio.Runner(loop_factory=_loop_factory()) as loop_runner:
+        done = loop_runner.run(everyone())
     ended = time.time()
     stats = [st for st, _ in done]
     out = {
@@ -121,7 +136,7 @@ def play(spec_json: str) -> None:
         "sokoban_steps": sum(len(s.step_s) for s in stats if s.plan.label == "sokoban"),
         "errors": [e for s in stats for e in s.errors],
     }
-    print(json.dumps(out))
+    Path(spec["out"]).write_text(json.dumps(out))  # a file: stdout may be non-blocking now
 
 
 def _rss_kib(pid: int) -> int:
@@ -152,14 +167,26 @@ def _run_clients(
     urls: dict[str, str], n: int, steps: int, procs: int, seed0: int, mix: tuple[str, ...]
 ) -> list[dict]:
     plans = [(mix[i % len(mix)], seed0 + i) for i in range(n)]
-    start_at = time.time() + 1.0 + 0.002 * n  # every client process is up by then
     children = []
-    for k in range(procs):
-        spec = {"urls": urls, "steps": steps, "plans": plans[k::procs], "start_at": start_at}
-        code = f"from benchmarks.bench_serve_scale import play; play({json.dumps(spec)!r})"
-        children.append(_python(code, None, stdout=subprocess.PIPE, text=True))
-    outs = [c.communicate(timeout=900)[0] for c in children]
-    return [json.loads(o.strip().splitlines()[-1]) for o in outs]
+    with tempfile.TemporaryDirectory(prefix="agentgym-serve-clients-") as tmp:
+        outs = [os.path.join(tmp, f"{k}.json") for k in range(procs)]
+        for k in range(procs):
+            spec = {"urls": urls, "steps": steps, "plans": plans[k::procs], "out": outs[k]}
+            code = f"from benchmarks.bench_serve_scale import play; play({json.dumps(spec)!r})"
+            children.append(
+                _python(code, None, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            )
+        for c in children:  # every client process has imported what it needs
+            assert c.stdout is not None and c.stdout.readline().strip() == "ready"
+        start_at = time.time() + 0.2
+        for c in children:
+            assert c.stdin is not None
+            c.stdin.write(f"{start_at}\n")
+            c.stdin.close()
+        for c in children:
+            if c.wait(timeout=900) != 0:
+                raise RuntimeError(f"a client process failed with exit status {c.returncode}")
+        return [json.loads(Path(o).read_text()) for o in outs]
 
 
 def _scale_row(tree: str | None, n: int, steps: int, mix: tuple[str, ...]) -> dict[str, Any]:

@@ -48,10 +48,11 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.datastructures import Headers, QueryParams
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route, WebSocketRoute
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentgym.integrations.session import TextSession
 from agentgym.server import checks
@@ -87,6 +88,22 @@ class SafeJSONResponse(JSONResponse):
         return dumps_bytes(content)
 
 
+class _ServerApp(Starlette):
+    """The Starlette app, with WebSocket connections to ``/ws`` handed straight to
+    ``ws_app`` (a plain ASGI app) rather than through Starlette's middleware and router."""
+
+    def __init__(self, ws_app: ASGIApp, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.ws_app = ws_app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and scope["path"] == "/ws":
+            scope["app"] = self
+            await self.ws_app(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
+
 Payload = dict[str, Any]
 Reply = tuple[Payload, dict[str, str]]
 
@@ -106,6 +123,10 @@ def create_app(
     """The server app for one env id (each session builds its own env)."""
     limits = limits or ServerLimits()
     kwargs = dict(env_kwargs or {})
+    # gymnasium's passive checker tests the env's own code at each env's first reset (about
+    # 0.4 ms, mostly inspect.signature): the env's tests do that once; a server that builds an
+    # env per session would pay it thousands of times. env_kwargs may turn it back on.
+    kwargs = {"disable_env_checker": True, **kwargs}
     factory = session_factory or (lambda: TextSession(env_id, env_kwargs=kwargs))
     manager = SessionManager(factory, limits)
     shared_log = {"last": -_LOG_EVERY_S, "uses": 0}
@@ -314,16 +335,21 @@ def create_app(
             return {"type": "observation", "data": step_payload(session, turn)}
         return {"type": "state", "data": state_payload(session, env_id)}
 
-    async def ws(websocket: WebSocket) -> None:
-        if not _authorised(websocket.headers, websocket.query_params):
-            await websocket.close(code=1008)
+    async def ws(scope: Scope, receive: Receive, send: Send) -> None:
+        """One WebSocket session, as a plain ASGI app: no per-message wrappers (Starlette's
+        ``WebSocket`` state checks and its exception middleware's ``send`` wrapper), since at
+        thousands of sessions the per-message cost of the server is its throughput."""
+        if (await receive())["type"] != "websocket.connect":
             return
-        await websocket.accept()
+        if not _authorised(Headers(scope=scope), QueryParams(scope.get("query_string", b""))):
+            await send({"type": "websocket.close", "code": 1008, "reason": ""})
+            return
+        await send({"type": "websocket.accept"})
         conn: dict[str, Session] = {}
         try:
             while True:
-                message = await websocket.receive()
-                if message["type"] == "websocket.disconnect":
+                message = await receive()
+                if message["type"] != "websocket.receive":  # websocket.disconnect
                     break
                 raw = message.get("text")
                 if raw is None:
@@ -344,14 +370,14 @@ def create_app(
                     }
                 if reply is None:
                     break
-                await websocket.send_text(dumps(reply))
-        except WebSocketDisconnect:
+                await send({"type": "websocket.send", "text": dumps(reply)})
+        except OSError:  # the client went away while we answered (uvicorn: ClientDisconnected)
             pass
         finally:
             if "session" in conn:
                 await manager.close(conn["session"].id)
             with suppress(Exception):  # the client may have closed first
-                await websocket.close()
+                await send({"type": "websocket.close", "code": 1000, "reason": ""})
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> Any:
@@ -359,7 +385,8 @@ def create_app(
         yield
         await manager.stop()
 
-    app = Starlette(
+    app = _ServerApp(
+        ws,
         routes=[
             Route("/health", health, methods=["GET"]),
             Route("/metadata", guarded(metadata), methods=["GET"]),
@@ -367,7 +394,6 @@ def create_app(
             Route("/reset", guarded(reset), methods=["POST"]),
             Route("/step", guarded(step), methods=["POST"]),
             Route("/state", guarded(state), methods=["GET"]),
-            WebSocketRoute("/ws", ws),
         ],
         lifespan=lifespan,
     )

@@ -20,12 +20,13 @@ Examples:
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agentgym.parsing import render_tool_call
+from agentgym.server.payloads import dumps_bytes as _dumps
+from agentgym.server.payloads import loads as _loads
 
 CELL = render_tool_call("python", {"code": "print(6 * 7)"})
 
@@ -57,48 +58,61 @@ class ClientStats:
     resets: int = 0
 
 
-def _benign_action(obs: dict) -> str:
+def _benign_action(obs: dict, tools: list | None) -> str:
     info = obs.get("info") or {}
     admissible = info.get("admissible_actions") or []
     if admissible:
         return str(admissible[0])
-    names = {t.get("function", {}).get("name") for t in obs.get("tools") or []}
+    names = {t.get("function", {}).get("name") for t in tools or []}
     return CELL if "python" in names else "<answer>42</answer>"
 
 
+def _encode(kind: str, data: object) -> bytes:
+    return _dumps({"type": kind, "data": data})
+
+
 async def run_client(plan: ClientPlan, *, open_timeout_s: float = 60.0) -> ClientStats:
-    """Play ``plan`` over one WebSocket; never raises (failures land in ``errors``)."""
+    """Play ``plan`` over one WebSocket; never raises (failures land in ``errors``).
+
+    The client is kept cheap per step, since in a benchmark it shares the machine with the
+    server it measures: requests are written as UTF-8 bytes sent as text frames (what a
+    client's ``send(str)`` puts on the wire, without the extra encode), replies are parsed
+    from the frame's bytes, and nothing else is built per step but the timing.
+    """
     import websockets
 
     stats = ClientStats(plan)
     ws_url = plan.url.replace("http://", "ws://").replace("https://", "wss://") + "/ws"
     try:
-        async with websockets.connect(ws_url, open_timeout=open_timeout_s, max_size=None) as ws:
+        async with websockets.connect(
+            ws_url, open_timeout=open_timeout_s, max_size=None, proxy=None
+        ) as ws:
 
-            async def call(kind: str, data: object) -> dict:
-                await ws.send(json.dumps({"type": kind, "data": data}))
-                reply = json.loads(await ws.recv())
+            async def call(request: bytes, kind: str) -> dict:
+                await ws.send(request, text=True)
+                reply = _loads(await ws.recv(decode=False))
                 if reply.get("type") == "error":
                     raise RuntimeError(f"{kind}: {reply['data']}")
                 return reply["data"]
 
             seed = plan.seed
-            first = await call("reset", {"seed": seed})
+            first = await call(_encode("reset", {"seed": seed}), "reset")
             obs, tools = first["observation"], first["observation"].get("tools")
             stats.resets += 1
+            clock = time.perf_counter
             for _ in range(plan.steps):
-                action = plan.slow_action or _benign_action({**obs, "tools": tools})
-                t0 = time.perf_counter()
-                out = await call("step", {"text": action})
-                stats.step_s.append(time.perf_counter() - t0)
+                action = plan.slow_action or _benign_action(obs, tools)
+                t0 = clock()
+                out = await call(_encode("step", {"text": action}), "step")
+                stats.step_s.append(clock() - t0)
                 stats.queue_ms.append(float((out.get("timing") or {}).get("queue_ms", 0.0)))
                 obs = out["observation"]
                 if out["done"]:
                     seed += 1000
-                    first = await call("reset", {"seed": seed})
+                    first = await call(_encode("reset", {"seed": seed}), "reset")
                     obs, tools = first["observation"], first["observation"].get("tools")
                     stats.resets += 1
-            await ws.send(json.dumps({"type": "close"}))
+            await ws.send(_encode("close", None), text=True)
     except Exception as exc:  # every failure is a finding, never a crash of the harness
         stats.errors.append(f"{type(exc).__name__}: {exc}"[:300])
     return stats

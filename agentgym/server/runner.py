@@ -37,7 +37,9 @@ def _server(
 
     ``max_connections`` defaults to :func:`~agentgym.server.admission.connection_cap` of the
     process's fd limit. WebSocket compression is off: per-message deflate costs a zlib context
-    (hundreds of KB) per connection and CPU per message, for observations of a few KB.
+    (hundreds of KB) per connection and CPU per message, for observations of a few KB. The
+    event loop is uvicorn's ``loop="auto"``: uvloop where installed (the ``serve`` extra
+    installs it off Windows), whose C transports cut the loop's own cost per message.
     """
     uvicorn = _uvicorn()
     cap = max_connections or connection_cap()

@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import resource
 import threading
 import time
 import uuid
@@ -98,7 +99,8 @@ DEFAULT_MAX_WORKERS = 256
 """Threads for blocking env calls when ``step_workers`` is not given."""
 
 INLINE_SLOW_S = 0.005
-"""An inline call longer than this (one GIL switch interval) holds up every other session."""
+"""An inline call longer than this (one GIL switch interval) holds up every other session;
+it counts as slow when it also used that much CPU or waited (see :func:`_held_the_loop`)."""
 INLINE_WINDOW, INLINE_SLOW_SHARE = 50, 0.2
 """Inline calls are judged in windows of ``INLINE_WINDOW``: when more than
 ``INLINE_SLOW_SHARE`` of a window's calls were slow, the env is CPU-heavy though it never
@@ -107,6 +109,17 @@ the event loop keeps answering other sessions (and WebSocket pings) between GIL 
 
 
 _TRUSTED_WRAPPERS = ("gymnasium.", "agentgym.")
+
+
+def _held_the_loop(before: resource.struct_rusage) -> bool:
+    """Whether a call that began at thread usage ``before`` and ran past ``INLINE_SLOW_S`` of
+    wall time held the loop itself: it used that much CPU, or it waited (a voluntary context
+    switch: a sleep, a lock, I/O). A call that was only preempted (another process had the
+    core: involuntary switches alone) says nothing about the env, and on a busy machine would
+    otherwise move a microsecond-step env to the threads."""
+    after = resource.getrusage(resource.RUSAGE_THREAD)
+    cpu_s = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return cpu_s > INLINE_SLOW_S or after.ru_nvcsw > before.ru_nvcsw
 
 
 def env_blocks(text: TextSession) -> bool:
@@ -375,13 +388,13 @@ class SessionManager:
     def _inline(self, fn: Callable[..., T], *args: Any) -> Timed[T]:
         """``fn(*args)`` on the event loop, timed (for envs that never block); judges whether
         inline calls stay quick enough (see ``INLINE_SLOW_S``)."""
-        started = time.monotonic()
+        started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_THREAD)
         try:
             value = fn(*args)
         finally:
             run_s = time.monotonic() - started
             self._inline_calls += 1
-            self._inline_slow += run_s > INLINE_SLOW_S
+            self._inline_slow += run_s > INLINE_SLOW_S and _held_the_loop(usage)
             if self._inline_calls >= INLINE_WINDOW:
                 if self._inline_slow > INLINE_SLOW_SHARE * self._inline_calls:
                     self.inline_ok = False
