@@ -35,6 +35,7 @@ _SELECT_JS = (
     '(bid) => { const e = document.querySelector(`[data-bid="${CSS.escape(bid)}"]`);'
     " if (e && e.select) e.select(); }"
 )
+_SWAP_TO_JS = "(url) => (window.__agSwapTo ? window.__agSwapTo(url) : false)"
 # where the tab is in its session history (the Navigation API's entry index)
 _HISTORY_ENTRY_JS = "() => (window.navigation ? navigation.currentEntry.index : -1)"
 _RESET_LEAVING_JS = "() => { if (window.__ag) window.__ag.leaving = false; }"
@@ -304,7 +305,22 @@ class BrowserSession:
             self.slot.resets += 1
             if self.slot.resets % self.runtime.recycle_after == 0:
                 await self.runtime.recycle(self.slot)
+            elif await self._swap_to(path):
+                return await self._after(self.slot.loads)
         return await self._goto(path)
+
+    async def _swap_to(self, path: str) -> bool:
+        """A reset on a site page that swaps its body in (``static/swap.js``): fetch the start
+        page and swap it in instead of loading a new document (the same page and element
+        ids, at a fraction of the CPU). False where the page cannot (another origin, a
+        document still loading or leaving, a site without the script): then it is loaded."""
+        page = self.slot.page
+        if page is None or not page.url.startswith(self.slot.origin + "/"):
+            return False
+        try:
+            return bool(await page.evaluate(_SWAP_TO_JS, self.slot.origin + path))
+        except Exception:  # a document going away: load the page instead
+            return False
 
     async def _locate(self, bid: str) -> dict[str, Any]:
         return await self.slot.page.evaluate(_LOCATE_JS, bid)

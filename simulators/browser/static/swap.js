@@ -4,7 +4,8 @@
 // redirect is followed, the title and address are taken over, a history entry is pushed (Back
 // fetches the address again, as a reload of a no-store page would) and the element ids of the
 // observation start again from 0, as in a new document. Any failure falls back to a plain
-// submission. Sites opt in by including this script at the end of their pages.
+// submission. Sites opt in by including this script at the end of their pages. Only the body
+// and the title are replaced: a site that opts in keeps the same <head> on all its pages.
 (() => {
   if (window.__agSwap) return;
   window.__agSwap = true;
@@ -38,6 +39,19 @@
       HTMLFormElement.prototype.submit.call(form);
     }));
   });
+  // The session's reset on a page that has this script: the start page is fetched and
+  // swapped in. As with a navigation to it, a new history entry is pushed, unless the address
+  // is the current one (Chromium then replaces the entry).
+  window.__agSwapTo = (url) => {
+    const a = ag();
+    if (!a || a.leaving || document.readyState !== "complete") return false;
+    const push = new URL(url, location.href).href !== location.href;
+    a.track(load(url, { cache: "no-store" }, push).catch(() => {
+      a.leaving = true;
+      location.assign(url);
+    }));
+    return true;
+  };
   window.addEventListener("popstate", () => {
     const a = ag();
     const reload = () => { if (a) a.leaving = true; location.reload(); };
