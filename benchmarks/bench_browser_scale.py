@@ -8,10 +8,13 @@
   :mod:`benchmarks.basecommit`, the two trees taking turns, round after round.
 * **Part by part**: what one call of each piece of a step costs in CPU, on the same page:
   the observation script, the locate script, a trusted mouse click that does not navigate,
-  a navigation (``goto /``), and a PNG screenshot (taken only when an env asks for one).
+  a navigation (``goto /``), a PNG screenshot (taken only when an env asks for one), and a
+  click that submits a WebTodo form, with its observation (a full page load on 89477ec; the
+  form fetched and the body swapped in now).
 * **Pools in processes**: ``EnvPool(backend="process")`` with 1 and then 2 worker
-  processes, each with its own Chromium, oracle episodes back to back; steps/s (resets
-  included in the wall time), rounds alternating.
+  processes, each with its own Chromium, oracle episodes back to back, stepped in lockstep
+  as a trainer batches them; steps/s (resets included in the wall time) and the CPU cores
+  the whole tree kept busy, rounds alternating.
 * **64 sessions**: 64 browser-mode WebTodo envs in one process (one Chromium, a context
   each) stepped concurrently on threads; errors, and contexts/pages left after close.
 
@@ -133,6 +136,10 @@ def worker_cpu(episodes: int) -> dict[str, Any]:
             fn()
         return 1000 * sum((meter.read() - before).values()) / n
 
+    def submit_part() -> float:
+        driver.open("/")  # the raw goto above left the session's last observation behind
+        return per_call(lambda: toggle(driver), 20)
+
     parts = {
         "observation script (observe.js)": per_call(
             lambda: runtime.call(page.evaluate(_OBSERVE_JS), 10), 30
@@ -147,6 +154,7 @@ def worker_cpu(episodes: int) -> dict[str, Any]:
             lambda: runtime.call(page.goto(origin + "/", wait_until="domcontentloaded"), 20), 20
         ),
         "PNG screenshot (only when asked)": per_call(lambda: driver.screenshot("png"), 10),
+        "form submit + observation (click Done/Undo)": submit_part(),
     }
     env.close()
     return {
@@ -156,6 +164,14 @@ def worker_cpu(episodes: int) -> dict[str, Any]:
         "by_action": {k: 1000 * statistics.mean(v) for k, v in by_action.items()},
         "parts": parts,
     }
+
+
+def toggle(driver: Any) -> None:
+    """Click the first item's Done/Undo button: a form POST and the page it redirects to."""
+    button = next(e["bid"] for e in driver.observe().elements if e["role"] == "button")
+    error = driver.click(button)
+    if error:
+        raise RuntimeError(error)
 
 
 def worker_pool(processes: int, seconds: float) -> dict[str, Any]:
@@ -175,6 +191,8 @@ def worker_pool(processes: int, seconds: float) -> dict[str, Any]:
         pool.reset(seeds=seeds)
         steps = errors = 0
         next_seed = processes
+        meter = CpuMeter()  # this process, the workers and their Chromiums
+        cpu_before = meter.read()
         start = time.perf_counter()
         while time.perf_counter() - start < seconds:
             actions = dict(enumerate(pool.call("oracle_action")))
@@ -188,9 +206,15 @@ def worker_pool(processes: int, seconds: float) -> dict[str, Any]:
                 pool.reset(done, seeds=list(range(next_seed, next_seed + len(done))))
                 next_seed += len(done)
         elapsed = time.perf_counter() - start
+        cpu = sum((meter.read() - cpu_before).values())
     finally:
         pool.close()
-    return {"steps_per_s": steps / elapsed, "steps": steps, "errors": errors}
+    return {
+        "steps_per_s": steps / elapsed,
+        "steps": steps,
+        "errors": errors,
+        "cores_busy": cpu / elapsed,
+    }
 
 
 def worker_sessions(n: int, episodes: int) -> dict[str, Any]:
@@ -302,47 +326,47 @@ def _cpu_section(rounds: int, episodes: int) -> list[str]:
             lines.append(f"| {name} | {med[label]:.1f} | {per} |")
     if BASE in med:
         lines += ["", f"Ratio now / before: **{med['now'] / med[BASE]:.2f}**."]
-    lines += [
-        "",
+    lines += _median_table(
+        runs,
+        "by_process",
+        "process",
         "Where a step's CPU goes, by process (ms/step, median of the runs):",
-        "",
-        "| process | " + " | ".join(runs) + " |",
-        "|---|" + "---:|" * len(runs),
-    ]
-    kinds = sorted({k for rs in runs.values() for x in rs for k in x["by_process"]})
-    for kind in kinds:
-        cells = [
-            f"{statistics.median(x['by_process'].get(kind, 0.0) for x in rs):.1f}" if rs else "-"
-            for rs in runs.values()
-        ]
-        lines.append(f"| {kind} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
+    )
+    lines += _median_table(
+        runs,
+        "parts",
+        "part",
         "Part by part (ms of CPU per call, all processes, median of the runs):",
-        "",
-        "| part | " + " | ".join(runs) + " |",
-        "|---|" + "---:|" * len(runs),
-    ]
-    for part in runs["now"][0]["parts"]:
-        cells = [
-            f"{statistics.median(x['parts'][part] for x in rs):.1f}" if rs else "-"
-            for rs in runs.values()
-        ]
-        lines.append(f"| {part} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
+    )
+    lines += _median_table(
+        runs,
+        "by_action",
+        "action",
         "By action of the step (ms of CPU per step, median of the runs):",
-        "",
-        "| action | " + " | ".join(runs) + " |",
-        "|---|" + "---:|" * len(runs),
-    ]
-    actions = sorted({a for rs in runs.values() for x in rs for a in x["by_action"]})
-    for action in actions:
+    )
+    return lines
+
+
+def _median_table(
+    runs: dict[str, list[dict[str, Any]]], key: str, what: str, title: str
+) -> list[str]:
+    """One row per name found under ``runs[*][*][key]``, one column per tree: the median over
+    that tree's runs (a run without the name counts 0; "-" where no run of the tree has it)."""
+    names: list[str] = []
+    for rs in runs.values():
+        for x in rs:
+            names += [n for n in x[key] if n not in names]
+    if key != "parts":  # parts keep the order they were measured in
+        names.sort()
+    lines = ["", title, "", f"| {what} | " + " | ".join(runs) + " |", "|---|" + "---:|" * len(runs)]
+    for name in names:
         cells = [
-            f"{statistics.median(x['by_action'].get(action, 0.0) for x in rs):.1f}" if rs else "-"
+            f"{statistics.median(x[key].get(name, 0.0) for x in rs):.1f}"
+            if any(name in x[key] for x in rs)
+            else "-"
             for rs in runs.values()
         ]
-        lines.append(f"| {action} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -350,11 +374,14 @@ def _pool_section(rounds: int, seconds: float) -> list[str]:
     from benchmarks.timing import load
 
     rates: dict[int, list[float]] = {1: [], 2: []}
+    cores: dict[int, list[float]] = {1: [], 2: []}
     errors = 0
+    start_load = load()
     for r in range(rounds):
         for n in (1, 2) if r % 2 == 0 else (2, 1):
             result = _spawn("pool", [n, seconds])
             rates[n].append(result["steps_per_s"])
+            cores[n].append(result["cores_busy"])
             errors += result["errors"]
     one, two = statistics.median(rates[1]), statistics.median(rates[2])
     return [
@@ -363,12 +390,18 @@ def _pool_section(rounds: int, seconds: float) -> list[str]:
         f"`EnvPool(backend='process')`, WebTodo-v0 oracle episodes for {seconds:.0f} s per run, "
         f"{rounds} rounds alternating; every worker runs its own Chromium.",
         "",
-        "| worker processes | steps/s, median | per round |",
-        "|---:|---:|---|",
-        f"| 1 | {one:.1f} | " + ", ".join(f"{x:.1f}" for x in rates[1]) + " |",
-        f"| 2 | {two:.1f} | " + ", ".join(f"{x:.1f}" for x in rates[2]) + " |",
+        "| worker processes | steps/s, median | per round | CPU cores busy, median |",
+        "|---:|---:|---|---:|",
+        *(
+            f"| {n} | {statistics.median(rates[n]):.1f} | "
+            + ", ".join(f"{x:.1f}" for x in rates[n])
+            + f" | {statistics.median(cores[n]):.2f} |"
+            for n in (1, 2)
+        ),
         "",
-        f"Scaling 1 -> 2: **{two / one:.2f}x** ({errors} step errors), measured under {load()}.",
+        f"Scaling 1 -> 2: **{two / one:.2f}x** ({errors} step errors). CPU cores busy: the CPU "
+        "time of this process, the workers and their Chromiums over the wall time. Load at the "
+        f"start: {start_load}; at the end: {load()}.",
     ]
 
 
