@@ -5,9 +5,12 @@ step, and no page load happens."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import gymnasium as gym
 import pytest
+from agentgym.simulators.browser.session import BrowserSession
+from agentgym.simulators.browser.site import SWAP_FORMS_SCRIPT, Request, Response, Site, page
 
 import agentgym  # noqa: F401
 from agentgym.parsing import render_tool_call
@@ -120,7 +123,6 @@ def test_enter_folded_shift_enter_and_back_are_the_same_with_and_without_the_swa
 
 def test_back_to_a_swapped_in_entry_fetches_the_page_again_without_a_load(runtime):
     from agentgym.simulators.browser.runtime import get_runtime
-    from agentgym.simulators.browser.session import BrowserSession
     from agentgym.simulators.browser.sites.todo import TodoSite
 
     site = TodoSite()
@@ -147,5 +149,46 @@ def test_back_to_a_swapped_in_entry_fetches_the_page_again_without_a_load(runtim
         assert "changed" in back.lines and "changed" not in after.lines
         assert len(back.lines) == len(after.lines)
         assert session.url == "/"
+    finally:
+        session.close()
+
+
+class _JsonAnswerSite(Site):
+    """A page whose form (swap script included) is answered with JSON, not a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.posts = 0
+
+    def reset(self, seed: int, task: Any) -> None:
+        self.posts = 0
+
+    def handle(self, request: Request) -> Response:
+        if request.path == "/data":
+            self.posts += request.method == "POST"
+            return Response(json={"posts": self.posts})
+        form = "<form method='post' action='/data'><button type='submit'>Send</button></form>"
+        return Response(page("Send", form, scripts=SWAP_FORMS_SCRIPT))
+
+    def dump(self) -> Any:
+        return {"posts": self.posts}
+
+    def load(self, state: Any) -> None:
+        self.posts = state["posts"]
+
+
+def test_an_answer_that_is_no_page_is_opened_and_the_post_not_sent_twice(runtime):
+    site = _JsonAnswerSite()
+    session = BrowserSession(runtime, site)
+    try:
+        assert session.open("/") is None
+        (send,) = session.observe().elements
+        loads = session.slot.loads
+        assert session.click(send["bid"]) is None
+        # the JSON is opened by a navigation to the answer's address (a GET, as a browser
+        # shows a POST's non-HTML answer only by loading it), and the POST was made once
+        assert session.slot.loads == loads + 1
+        assert session.url == "/data" and site.posts == 1
+        assert '{"posts":1}' in " ".join(session.observe().lines)
     finally:
         session.close()
