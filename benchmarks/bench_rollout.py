@@ -3,9 +3,9 @@ rollouts (APRIL), on a model server whose latency is long-tailed.
 
 The model server is the fake OpenAI-compatible one of ``tests/fake_llm_server.py``: every
 reply takes a lognormal latency with p50 200 ms and p99 2 s (10x; shorter than most real
-generations, long enough that the client's CPU does not set the pace at 64 in flight), and
-the "model" picks a tool call from a hash of the chat, so every mode plays the same
-episodes. GRPO groups of 4.
+generations), and the "model" picks a tool call from a hash of the chat, so every mode plays
+the same episodes. GRPO groups of 4. The server answers from threads of the benchmark's own
+process (a py-spy profile at 256 in flight puts them at 3-9% of that process's CPU time).
 All three modes send their requests through the same `agentgym.rollout.AsyncHTTPPolicy`
 client and keep the same number of episodes in flight (64 or 256):
 
@@ -239,7 +239,7 @@ def run(
     calls = calls or 1
     rounds = rounds or (1 if quick else 2)
     lines = [
-        "## Rollouts: lockstep vs asynchronous vs asynchronous + partial (APRIL, issue 25)",
+        "## Rollouts: lockstep vs asynchronous vs asynchronous + partial (APRIL)",
         "",
         (__doc__ or "").split("\n\n", 1)[1].strip(),
         "",

@@ -287,7 +287,7 @@ class ChatCompletions:
     switches past tool calls to text when the server refuses native ones, and turns the
     reply into a :class:`~agentgym.agents.base.Generation`. Two transports use it:
     :meth:`request` (a blocking ``httpx.Client``, for :class:`HTTPPolicy`'s threads) and
-    :meth:`arequest` (an ``httpx.AsyncClient`` per event loop, for the rollout engine's
+    :meth:`arequest` (``httpx.AsyncClient`` pools per event loop, for the rollout engine's
     :class:`~agentgym.rollout.AsyncHTTPPolicy`). The arguments are :class:`HTTPPolicy`'s.
     """
 

@@ -39,7 +39,10 @@ class AsyncHTTPPolicy(ChatCompletions):
     messages with the text fallback, retries of 429/5xx and failed connections with
     exponential backoff, reply parsing), sent through ``httpx.AsyncClient``. Arguments are
     :class:`~agentgym.agents.http.HTTPPolicy`'s; ``max_connections`` (HTTP connections
-    open at once: set it to the episodes in flight) names its ``max_concurrency``.
+    open at once: set it to the episodes in flight) names its ``max_concurrency``. The
+    connections are spread over pools of at most
+    :data:`~agentgym.agents.http.CONNECTIONS_PER_CLIENT` (httpx's per-request cost grows
+    with the size of its pool), each request going to the pool with the most free ones.
     """
 
     def __init__(self, base_url: str, model: str, *, max_connections: int = 256, **options: Any):
