@@ -101,10 +101,13 @@ def serve_mix(ports: list[int], max_sessions: int) -> None:
 
 
 def play(spec_json: str) -> None:
-    """Client process: play the plans of ``spec`` concurrently; print what they saw as JSON.
+    """Client process: play the plans of ``spec`` concurrently; write what they saw as JSON.
 
-    Imports first, then ``ready`` on stdout; the clients start at the time the parent then
-    writes to stdin (once every client process is ready, so no import is timed)."""
+    Protocol with the parent, over stdin/stdout: ``ready`` once imported; the clients connect
+    and reset at the time the parent then writes; ``open`` once every session is open (or
+    failed to open); every client steps at the time the parent writes next (once all client
+    processes are open), so that every session is open at once and handshakes are timed
+    apart from steps."""
     from agentgym.server.load import ClientPlan, run_client
 
     spec = json.loads(spec_json)
@@ -116,22 +119,46 @@ def play(spec_json: str) -> None:
     start_at = float(sys.stdin.readline())
     while time.time() < start_at:
         time.sleep(0.002)
-
-    async def timed(plan: ClientPlan) -> tuple[Any, float]:
-        return await run_client(plan), time.time()
+    marks: dict[str, float] = {"began": time.time()}
 
     async def everyone() -> list[tuple[Any, float]]:
-        return list(await asyncio.gather(*(timed(p) for p in plans)))
+        loop = asyncio.get_running_loop()
+        left, all_open, go = len(plans), asyncio.Event(), asyncio.Event()
 
-    began = time.time()
+        async def opened(ok: bool) -> None:
+            nonlocal left
+            left -= 1
+            if left == 0:
+                all_open.set()
+            await go.wait()
+
+        async def timed(plan: ClientPlan) -> tuple[Any, float]:
+            return await run_client(plan, opened=opened), time.time()
+
+        async def coordinate() -> None:
+            await all_open.wait()
+            marks["open"] = time.time()
+            print("open", flush=True)
+            go_at = float(await loop.run_in_executor(None, sys.stdin.readline))
+            await asyncio.sleep(max(0.0, go_at - time.time()))
+            marks["go"] = time.time()
+            go.set()
+
+        coordinator = asyncio.create_task(coordinate())
+        done = list(await asyncio.gather(*(timed(p) for p in plans)))
+        await coordinator
+        return done
+
     with asyncio.Runner(loop_factory=_loop_factory()) as loop_runner:
         done = loop_runner.run(everyone())
     ended = time.time()
     stats = [st for st, _ in done]
     out = {
-        "began": began,
+        **marks,
         "ended": ended,
-        "sokoban_ended": max((t for st, t in done if st.plan.label == "sokoban"), default=began),
+        "sokoban_ended": max(
+            (t for st, t in done if st.plan.label == "sokoban"), default=marks["go"]
+        ),
         "step_s": [x for s in stats for x in s.step_s],
         "sokoban_steps": sum(len(s.step_s) for s in stats if s.plan.label == "sokoban"),
         "errors": [e for s in stats for e in s.errors],
@@ -163,9 +190,18 @@ def _wait_up(ports: list[int], proc: subprocess.Popen) -> None:
             time.sleep(0.1)
 
 
+def _active_sessions(urls: dict[str, str]) -> int:
+    import httpx
+
+    return sum(
+        httpx.get(url + "/health", timeout=60).json()["active_sessions"] for url in urls.values()
+    )
+
+
 def _run_clients(
     urls: dict[str, str], n: int, steps: int, procs: int, seed0: int, mix: tuple[str, ...]
-) -> list[dict]:
+) -> tuple[list[dict], int]:
+    """Every client's results, and the sessions the server held open once all had opened."""
     plans = [(mix[i % len(mix)], seed0 + i) for i in range(n)]
     children = []
     with tempfile.TemporaryDirectory(prefix="agentgym-serve-clients-") as tmp:
@@ -176,17 +212,26 @@ def _run_clients(
             children.append(
                 _python(code, None, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             )
+
+        def tell_all(line: str, then: str | None) -> None:
+            for c in children:
+                assert c.stdin is not None
+                c.stdin.write(line + "\n")
+                c.stdin.flush()
+            for c in children:
+                assert c.stdout is not None
+                if then is not None and c.stdout.readline().strip() != then:
+                    raise RuntimeError(f"a client process did not say {then!r}")
+
         for c in children:  # every client process has imported what it needs
             assert c.stdout is not None and c.stdout.readline().strip() == "ready"
-        start_at = time.time() + 0.2
-        for c in children:
-            assert c.stdin is not None
-            c.stdin.write(f"{start_at}\n")
-            c.stdin.close()
+        tell_all(f"{time.time() + 0.2}", "open")  # connect and reset, then say "open"
+        held = _active_sessions(urls)
+        tell_all(f"{time.time() + 0.1}", None)  # step
         for c in children:
             if c.wait(timeout=900) != 0:
                 raise RuntimeError(f"a client process failed with exit status {c.returncode}")
-        return [json.loads(Path(o).read_text()) for o in outs]
+        return [json.loads(Path(o).read_text()) for o in outs], held
 
 
 def _scale_row(tree: str | None, n: int, steps: int, mix: tuple[str, ...]) -> dict[str, Any]:
@@ -211,7 +256,7 @@ def _scale_row(tree: str | None, n: int, steps: int, mix: tuple[str, ...]) -> di
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
-        results = _run_clients(urls, n, steps, CLIENT_PROCS, 0, mix)
+        results, held = _run_clients(urls, n, steps, CLIENT_PROCS, 0, mix)
         stop.set()
         sampler.join()
     finally:
@@ -219,16 +264,18 @@ def _scale_row(tree: str | None, n: int, steps: int, mix: tuple[str, ...]) -> di
         server.wait()
     step_s = [x for r in results for x in r["step_s"]]
     errors = [e for r in results for e in r["errors"]]
-    began = min(r["began"] for r in results)
-    sokoban_wall = max(r["sokoban_ended"] for r in results) - began
+    go = max(r["go"] for r in results)
     return {
         "errors": len(errors),
         "first_error": errors[0][:160] if errors else "",
-        "sokoban_steps_s": sum(r["sokoban_steps"] for r in results) / sokoban_wall,
+        "held": held,
+        "open_s": max(r["open"] for r in results) - min(r["began"] for r in results),
+        "sokoban_steps_s": sum(r["sokoban_steps"] for r in results)
+        / (max(r["sokoban_ended"] for r in results) - go),
         "p50_ms": percentile(step_s, 50) * 1e3,
         "p99_ms": percentile(step_s, 99) * 1e3,
         "kib_per_session": (peak[0] - base_kib) / n,
-        "wall_s": max(r["ended"] for r in results) - began,
+        "wall_s": max(r["ended"] for r in results) - go,
     }
 
 

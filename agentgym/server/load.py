@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from agentgym.parsing import render_tool_call
@@ -71,8 +71,18 @@ def _encode(kind: str, data: object) -> bytes:
     return _dumps({"type": kind, "data": data})
 
 
-async def run_client(plan: ClientPlan, *, open_timeout_s: float = 60.0) -> ClientStats:
+async def run_client(
+    plan: ClientPlan,
+    *,
+    open_timeout_s: float = 60.0,
+    opened: Callable[[bool], Awaitable[None]] | None = None,
+) -> ClientStats:
     """Play ``plan`` over one WebSocket; never raises (failures land in ``errors``).
+
+    ``opened``, when given, is awaited once the first reset answered (with True) or the
+    connection or that reset failed (with False), before any step: a benchmark holds every
+    client there until all sessions are open, so that thousands of sessions really step at
+    once and the opening handshakes are not measured as step throughput.
 
     The client is kept cheap per step, since in a benchmark it shares the machine with the
     server it measures: requests are written as UTF-8 bytes sent as text frames (what a
@@ -99,6 +109,9 @@ async def run_client(plan: ClientPlan, *, open_timeout_s: float = 60.0) -> Clien
             first = await call(_encode("reset", {"seed": seed}), "reset")
             obs, tools = first["observation"], first["observation"].get("tools")
             stats.resets += 1
+            if opened is not None:
+                gate, opened = opened, None
+                await gate(True)
             clock = time.perf_counter
             for _ in range(plan.steps):
                 action = plan.slow_action or _benign_action(obs, tools)
@@ -115,6 +128,8 @@ async def run_client(plan: ClientPlan, *, open_timeout_s: float = 60.0) -> Clien
             await ws.send(_encode("close", None), text=True)
     except Exception as exc:  # every failure is a finding, never a crash of the harness
         stats.errors.append(f"{type(exc).__name__}: {exc}"[:300])
+    if opened is not None:  # failed before the session was open
+        await opened(False)
     return stats
 
 

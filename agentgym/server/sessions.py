@@ -7,8 +7,9 @@ session. Where env work (build, reset, step, close) runs depends on the env:
 * envs that declare ``metadata["blocking"] = False`` (pure-Python worlds: the grid games, the
   template users, the text-mode web sites) run inline on the event loop: a step costs
   microseconds, less than a hand-off to a thread would. If inline calls prove slow (over a
-  fifth of a window of 50 take more than 5 ms of CPU), the env's calls move to the threads,
-  where the loop keeps serving other sessions between GIL switches;
+  fifth of a window of 50 take more than 5 ms of CPU, or wait), the env's calls move to the
+  threads, where the loop keeps serving other sessions between GIL switches (to one thread
+  when the calls were CPU-heavy: more would only take GIL time from the loop);
 * every other env (the default: sandboxes, browsers, anything that may wait) runs on the
   bounded threads of a :class:`~agentgym.server.scheduler.FairScheduler`, so one slow env
   never stalls the others.
@@ -111,15 +112,25 @@ the event loop keeps answering other sessions (and WebSocket pings) between GIL 
 _TRUSTED_WRAPPERS = ("gymnasium.", "agentgym.")
 
 
-def _held_the_loop(before: resource.struct_rusage) -> bool:
-    """Whether a call that began at thread usage ``before`` and ran past ``INLINE_SLOW_S`` of
-    wall time held the loop itself: it used that much CPU, or it waited (a voluntary context
-    switch: a sleep, a lock, I/O). A call that was only preempted (another process had the
-    core: involuntary switches alone) says nothing about the env, and on a busy machine would
-    otherwise move a microsecond-step env to the threads."""
+def _held_the_loop(before: resource.struct_rusage) -> str | None:
+    """How a call that began at thread usage ``before`` and ran past ``INLINE_SLOW_S`` of
+    wall time held the loop: ``"cpu"`` (it used that much CPU), ``"wait"`` (it waited: a
+    voluntary context switch, as for a sleep, a lock or I/O), or None. A call that was only
+    preempted (another process had the core: involuntary switches alone) says nothing about
+    the env, and on a busy machine would otherwise move a microsecond-step env to threads."""
     after = resource.getrusage(resource.RUSAGE_THREAD)
     cpu_s = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return cpu_s > INLINE_SLOW_S or after.ru_nvcsw > before.ru_nvcsw
+    if cpu_s > INLINE_SLOW_S:
+        return "cpu"
+    return "wait" if after.ru_nvcsw > before.ru_nvcsw else None
+
+
+CPU_BOUND_WORKERS = 1
+"""Threads for an env moved off the loop because its calls proved CPU-heavy (not waiting):
+pure-Python work holds the GIL, so more threads add no throughput, and every extra thread
+that wants the GIL takes a share from the event loop, whose handshakes, pings and replies
+then queue behind env steps (4,096 clients with a quarter on WebTodoText, several ms of CPU
+per step: with up to 256 such threads, 778 opening handshakes ran past 60 s)."""
 
 
 def env_blocks(text: TextSession) -> bool:
@@ -166,7 +177,7 @@ class SessionManager:
         )
         self.builds_inline: bool | None = None  # unknown until the first env is built
         self.inline_ok = True  # False once inline calls proved slow (see INLINE_SLOW_S)
-        self._inline_calls = self._inline_slow = 0
+        self._inline_calls = self._inline_slow = self._inline_cpu = 0
         self._probe: asyncio.Future[None] | None = None  # the first build, while it runs
         self.envs_built = 0
         self.envs_closed = 0
@@ -394,19 +405,29 @@ class SessionManager:
         finally:
             run_s = time.monotonic() - started
             self._inline_calls += 1
-            self._inline_slow += run_s > INLINE_SLOW_S and _held_the_loop(usage)
+            held = _held_the_loop(usage) if run_s > INLINE_SLOW_S else None
+            self._inline_slow += held is not None
+            self._inline_cpu += held == "cpu"
             if self._inline_calls >= INLINE_WINDOW:
                 if self._inline_slow > INLINE_SLOW_SHARE * self._inline_calls:
-                    self.inline_ok = False
-                    logger.warning(
-                        "agentgym serve: %d of %d inline env calls took over %g ms; "
-                        "running this env's calls on worker threads from now on",
-                        self._inline_slow,
-                        self._inline_calls,
-                        INLINE_SLOW_S * 1e3,
-                    )
-                self._inline_calls = self._inline_slow = 0
+                    self._leave_the_loop(cpu_bound=2 * self._inline_cpu > self._inline_slow)
+                self._inline_calls = self._inline_slow = self._inline_cpu = 0
         return Timed(value, 0.0, run_s)
+
+    def _leave_the_loop(self, cpu_bound: bool) -> None:
+        """Run this env's calls on threads from now on; few of them when it is CPU-bound."""
+        self.inline_ok = False
+        if cpu_bound:
+            self.scheduler.workers = min(self.scheduler.workers, CPU_BOUND_WORKERS)
+        logger.warning(
+            "agentgym serve: %d of %d inline env calls took over %g ms (%d of them on the "
+            "CPU); running this env's calls on %d worker threads from now on",
+            self._inline_slow,
+            self._inline_calls,
+            INLINE_SLOW_S * 1e3,
+            self._inline_cpu,
+            self.scheduler.workers,
+        )
 
     async def _call(self, session: Session, fn: Callable[..., T], *args: Any) -> Timed[T]:
         if session.inline and self.inline_ok:

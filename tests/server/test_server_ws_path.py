@@ -6,7 +6,8 @@
   0.4 ms per session); ``env_kwargs`` can turn it back on.
 * An inline call counts as slow only when it held the loop (used the CPU or waited), not
   when the process was merely preempted: on a busy machine a microsecond-step env stayed
-  inline only by luck before.
+  inline only by luck before. An env whose calls proved CPU-heavy moves to one worker
+  thread, not hundreds that would take the GIL from the event loop.
 """
 
 from __future__ import annotations
@@ -24,7 +25,12 @@ from gymnasium.wrappers.common import PassiveEnvChecker
 
 from agentgym.integrations.session import TextSession
 from agentgym.server import ServerLimits, ServerThread, create_app, sessions
-from agentgym.server.sessions import INLINE_SLOW_S, INLINE_WINDOW, SessionManager
+from agentgym.server.sessions import (
+    CPU_BOUND_WORKERS,
+    INLINE_SLOW_S,
+    INLINE_WINDOW,
+    SessionManager,
+)
 
 from .conftest import ENV_ID, UP
 
@@ -73,31 +79,33 @@ def test_served_envs_skip_the_passive_env_checker_unless_asked():
 
 
 class _Steps(gymnasium.Wrapper):
-    """Sokoban that declares it never blocks, each step burning ``cpu_s`` of CPU."""
+    """Sokoban that declares it never blocks, each step burning ``cpu_s`` of CPU, then
+    sleeping ``sleep_s``."""
 
-    def __init__(self, env: gymnasium.Env, cpu_s: float):
+    def __init__(self, env: gymnasium.Env, cpu_s: float, sleep_s: float):
         super().__init__(env)
         self.metadata = {**env.metadata, "blocking": False}
-        self.cpu_s = cpu_s
+        self.cpu_s, self.sleep_s = cpu_s, sleep_s
 
     def step(self, action):
         until = time.thread_time() + self.cpu_s
         while time.thread_time() < until:
             pass
+        if self.sleep_s:
+            time.sleep(self.sleep_s)
         return self.env.step(action)
 
 
-def _inline_after_a_window(cpu_s: float, monkeypatch: pytest.MonkeyPatch) -> bool:
-    """Whether the manager still runs the env inline after a window of steps, on a clock
-    where every inline call takes at least twice ``INLINE_SLOW_S`` of wall time (as in a
-    preempted process)."""
+def _after_a_window(cpu_s: float, sleep_s: float, monkeypatch: pytest.MonkeyPatch):
+    """(still inline, worker threads) after a window of steps, on a clock where every inline
+    call takes at least twice ``INLINE_SLOW_S`` of wall time (as in a preempted process)."""
     ticks = iter(range(10**9))
     clock = types.SimpleNamespace(monotonic=lambda: next(ticks) * 2 * INLINE_SLOW_S, time=time.time)
     monkeypatch.setattr(sessions, "time", clock)
-    factory = lambda: TextSession(_Steps(gymnasium.make(ENV_ID), cpu_s))  # noqa: E731
-    manager = SessionManager(factory, ServerLimits(max_sessions=2))
+    factory = lambda: TextSession(_Steps(gymnasium.make(ENV_ID), cpu_s, sleep_s))  # noqa: E731
+    manager = SessionManager(factory, ServerLimits(max_sessions=8))
 
-    async def play() -> bool:
+    async def play() -> tuple[bool, int]:
         session = await manager.get_or_create()
         assert session.inline
         await manager.reset(session, 1, None)
@@ -106,11 +114,14 @@ def _inline_after_a_window(cpu_s: float, monkeypatch: pytest.MonkeyPatch) -> boo
                 await manager.reset(session, 1, None)
             await manager.step(session, UP)
         await manager.stop()
-        return manager.inline_ok
+        return manager.inline_ok, manager.scheduler.workers
 
     return asyncio.run(play())
 
 
-def test_a_preempted_inline_call_is_not_slow_but_a_cpu_heavy_one_is(monkeypatch):
-    assert _inline_after_a_window(0.0, monkeypatch) is True
-    assert _inline_after_a_window(1.2 * INLINE_SLOW_S, monkeypatch) is False
+def test_a_preempted_inline_call_is_not_slow_but_a_cpu_heavy_or_waiting_one_is(monkeypatch):
+    assert _after_a_window(0.0, 0.0, monkeypatch) == (True, 8)  # preempted only: stays
+    # CPU-heavy: leaves the loop for ONE thread (more would take GIL time from the loop)
+    assert _after_a_window(1.2 * INLINE_SLOW_S, 0.0, monkeypatch) == (False, CPU_BOUND_WORKERS)
+    # waiting: leaves the loop for as many threads as before
+    assert _after_a_window(0.0, 0.001, monkeypatch) == (False, 8)
