@@ -7,9 +7,12 @@ with the harness of :mod:`agentgym.server.load` (connect, reset, ``STEPS`` steps
 cheap policy, resetting when an episode ends, close); half the clients play Sokoban-Tiny and
 a quarter each play the other two. The same harness drives today's server and the server of
 commit ``BASE`` (its ``agentgym`` on ``PYTHONPATH``, see :mod:`benchmarks.basecommit`),
-interleaved in one run. Reported: errors (refusals included), aggregate Sokoban-Tiny steps/s
-(its steps over the wall time of the whole load), p50/p99 client round trip of every step,
-and the server's peak RSS growth over its warmed-up size, per session.
+interleaved in one run. Every client connects and resets, then waits until every session is
+open (the server's ``/health`` then counts them), then all step at once. Reported: sessions
+open at once and the seconds to open them, errors (refusals included), aggregate
+Sokoban-Tiny steps/s (its steps from the common start until its last client finished),
+p50/p99 client round trip of every step, and the server's peak RSS growth over its
+warmed-up size, per session.
 
 Half-open rows: ``agentgym serve`` under ``ulimit -n 1024`` while one client holds 1,100 TCP
 connections that never send a byte; then another client's ``/health`` latency and the bytes
@@ -337,6 +340,12 @@ def _half_open_row(tree: str | None) -> dict[str, Any]:
 # ---- the section --------------------------------------------------------------------------------
 
 
+def _ratio(today: dict[str, Any] | None, base: dict[str, Any] | None) -> str:
+    if not today or not base or not base["sokoban_steps_s"]:
+        return "-"
+    return f"{today['sokoban_steps_s'] / base['sokoban_steps_s']:.2f}x"
+
+
 def run(quick: bool = False) -> str:
     from benchmarks.basecommit import base_tree
     from benchmarks.timing import load
@@ -346,40 +355,60 @@ def run(quick: bool = False) -> str:
     lines = [
         "## Serving at RL scale: thousands of WebSocket sessions per server (issue 22)",
         "",
-        f"One server process; clients in {CLIENT_PROCS} other processes, {STEPS} steps each "
-        f"(agentgym.server.load's harness for both servers), `max_sessions` = clients + 16; "
-        f"today's server against {BASE}'s, interleaved in one run. Workloads: `sokoban`, every "
-        "client on Sokoban-Tiny (the serving overhead: a step costs about 0.1 ms); `mix`, three "
-        "envs in the one process (Sokoban-Tiny for half the clients, WebTodoText and "
-        "UserTwentyQuestions a quarter each; their steps cost about 10 ms and 1 ms of CPU). "
-        "Sokoban steps/s: its steps over the time until its last client finished. Round trips "
-        "are every step's, client side. Memory is the server's peak RSS growth over its "
-        "warmed-up size, per client.",
+        f"One server process; clients in {CLIENT_PROCS} other processes, {STEPS} steps each, "
+        f"`max_sessions` = clients + 16; today's server (this tree) against {BASE}'s, "
+        "interleaved in one run, with the same client harness (`agentgym.server.load`: the "
+        "`websockets` asyncio client with its defaults, text frames written from orjson bytes; "
+        f"it offers permessage-deflate, which {BASE}'s server accepts and today's declines). "
+        "Every process runs the event loop `uvicorn.Server.run` would pick for either server "
+        "(`loop='auto'`: uvloop, installed here). Each client connects and resets, then waits "
+        "until every session of the run is open; then all step at once. Workloads: `sokoban`, "
+        "every client on Sokoban-Tiny (its steps are microseconds, its resets about 1 ms: "
+        "level generation); `mix`, three envs in the one process (Sokoban-Tiny for half the "
+        "clients, WebTodoText and UserTwentyQuestions a quarter each; WebTodoText's steps cost "
+        "milliseconds of CPU). *Open*: sessions the server held open at once (its `/health`), "
+        "and seconds until all were open. *Sokoban steps/s*: Sokoban-Tiny steps over the time "
+        "from the common start until its last client finished. Round trips are every step's, "
+        "client side. Memory is the server's peak RSS growth over its warmed-up size, per "
+        "client. The machine is shared (2 CPUs, other work running): see the load figures.",
         "",
         f"Machine load at start: {load()}.",
         "",
-        "| workload | server | clients | errors | Sokoban steps/s | p50 ms | p99 ms "
-        "| KiB / session | wall s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| workload | server | clients | open at once | open s | errors | Sokoban steps/s "
+        "| p50 ms | p99 ms | KiB / session | steps wall s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    notes = []
+    notes, ratios = [], []
     for n in sizes:
         for workload, mix in (("sokoban", ("sokoban",)), ("mix", MIX)):
+            rows: dict[str, dict[str, Any]] = {}
             for name, tree in ((BASE, old), ("today", None)):
                 if name == BASE and old is None:
-                    lines.append(f"| {workload} | {BASE} | {n} | (no tree) | | | | | |")
+                    lines.append(f"| {workload} | {BASE} | {n} | (no tree) | | | | | | | |")
                     continue
-                row = _scale_row(tree, n, STEPS, mix)
+                row = rows[name] = _scale_row(tree, n, STEPS, mix)
                 lines.append(
-                    f"| {workload} | {name} | {n} | {row['errors']} | "
-                    f"{row['sokoban_steps_s']:.0f} | {row['p50_ms']:.1f} | {row['p99_ms']:.1f} | "
-                    f"{row['kib_per_session']:.0f} | {row['wall_s']:.1f} |"
+                    f"| {workload} | {name} | {n:,} | {row['held']:,} | {row['open_s']:.1f} | "
+                    f"{row['errors']:,} | {row['sokoban_steps_s']:,.0f} | {row['p50_ms']:,.1f} | "
+                    f"{row['p99_ms']:,.1f} | {row['kib_per_session']:.0f} | "
+                    f"{row['wall_s']:.1f} |"
                 )
                 if row["first_error"]:
                     notes.append(
-                        f"- {workload}, {name}, {n} clients, first error: `{row['first_error']}`"
+                        f"- {workload}, {name}, {n:,} clients, first error: `{row['first_error']}`"
                     )
-    lines += ["", *notes, ""] if notes else [""]
+            ratios.append(
+                f"{workload} at {n:,} clients: {_ratio(rows.get('today'), rows.get(BASE))}"
+            )
+    lines += [
+        "",
+        f"Sokoban steps/s, today / {BASE} (target 3x): " + "; ".join(ratios) + ".",
+        "",
+        f"Machine load at the end of the scale rows: {load()}.",
+        "",
+        *notes,
+        "",
+    ]
     lines += [
         f"### {HALF_OPEN:,} half-open connections under `ulimit -n {HALF_OPEN_FDS}`",
         "",
