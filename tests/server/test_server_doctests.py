@@ -15,6 +15,7 @@ import pytest
         "agentgym.server.checks",
         "agentgym.server.ratelog",
         "agentgym.server.admission",
+        "agentgym.server.runner",
     ],
 )
 def test_server_docstring_examples(name):
