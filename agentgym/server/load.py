@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -67,6 +68,120 @@ def _benign_action(obs: dict, tools: list | None) -> str:
     return CELL if "python" in names else "<answer>42</answer>"
 
 
+_DATA = ("TEXT", "BINARY", "CONT")  # opcode names of a message's frames
+
+
+class LeanWebSocket(asyncio.Protocol):
+    """A WebSocket client connection: the ``websockets`` package's own protocol (handshake,
+    masking, permessage-deflate offered as its client does by default, pings answered)
+    driven straight from asyncio's transport callbacks, without the per-message tasks,
+    locks and futures of its asyncio client. In a benchmark the clients share the machine
+    with the server they measure, so what they cost per message is taken from the server.
+    No keepalive pings of its own (the server's are answered)."""
+
+    def __init__(self, url: str):
+        from websockets.client import ClientProtocol
+        from websockets.extensions.permessage_deflate import enable_client_permessage_deflate
+        from websockets.uri import parse_uri
+
+        self.uri = parse_uri(url)
+        self.protocol = ClientProtocol(
+            self.uri, extensions=enable_client_permessage_deflate(None), max_size=None
+        )
+        self.transport: asyncio.Transport | None = None
+        self.inbox: deque[bytes] = deque()
+        self.waiter: asyncio.Future[None] | None = None
+        self.opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.lost: BaseException | None = None
+        self._parts: list[bytes] = []
+
+    @classmethod
+    async def connect(cls, url: str, open_timeout_s: float) -> LeanWebSocket:
+        """Open ``url`` (``ws://host:port/path``) and finish the opening handshake."""
+        loop = asyncio.get_running_loop()
+        conn = cls(url)
+        async with asyncio.timeout(open_timeout_s):
+            await loop.create_connection(
+                lambda: conn, conn.uri.host, conn.uri.port, ssl=conn.uri.secure or None
+            )
+            await conn.opened
+        return conn
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.protocol.send_request(self.protocol.connect())
+        self._flush()
+
+    def data_received(self, data: bytes) -> None:
+        from websockets.frames import Frame
+        from websockets.http11 import Response
+        from websockets.protocol import State
+
+        self.protocol.receive_data(data)
+        self._flush()  # pongs, the closing handshake
+        for event in self.protocol.events_received():
+            if isinstance(event, Response):
+                if self.protocol.handshake_exc is not None:
+                    self._fail(self.protocol.handshake_exc)
+                elif not self.opened.done():
+                    self.opened.set_result(None)
+            elif isinstance(event, Frame) and event.opcode.name in _DATA:
+                self._parts.append(bytes(event.data))
+                if event.fin:
+                    self.inbox.append(b"".join(self._parts))
+                    self._parts = []
+                    self._wake()
+        if self.protocol.state is State.CLOSED and self.lost is None:
+            self._fail(self.protocol.close_exc)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._fail(exc or ConnectionError("the server closed the connection"))
+
+    def _fail(self, exc: BaseException) -> None:
+        if self.lost is None:
+            self.lost = exc
+        if not self.opened.done():
+            self.opened.set_exception(exc)
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    def _flush(self) -> None:
+        for data in self.protocol.data_to_send():
+            if self.transport is None or self.transport.is_closing():
+                return
+            if data:
+                self.transport.write(data)
+            elif self.transport.can_write_eof():
+                self.transport.write_eof()
+
+    def send_text(self, payload: bytes) -> None:
+        """Send ``payload`` (UTF-8) as one text frame."""
+        if self.lost is not None:
+            raise ConnectionError(f"connection lost: {self.lost}")
+        self.protocol.send_text(payload)
+        self._flush()
+
+    async def recv(self) -> bytes:
+        """The next message's bytes."""
+        while not self.inbox:
+            if self.lost is not None:
+                raise ConnectionError(f"connection lost: {self.lost}")
+            self.waiter = asyncio.get_running_loop().create_future()
+            await self.waiter
+        return self.inbox.popleft()
+
+    def close(self) -> None:
+        """Start the closing handshake; the transport closes when the server answers."""
+        if self.lost is None and self.transport is not None:
+            self.protocol.send_close(1000)
+            self._flush()
+        if self.transport is not None:
+            self.transport.close()
+
+
 def _encode(kind: str, data: object) -> bytes:
     return _dumps({"type": kind, "data": data})
 
@@ -85,49 +200,50 @@ async def run_client(
     once and the opening handshakes are not measured as step throughput.
 
     The client is kept cheap per step, since in a benchmark it shares the machine with the
-    server it measures: requests are written as UTF-8 bytes sent as text frames (what a
-    client's ``send(str)`` puts on the wire, without the extra encode), replies are parsed
-    from the frame's bytes, and nothing else is built per step but the timing.
+    server it measures: one :class:`LeanWebSocket`, requests written by orjson as UTF-8
+    bytes sent as text frames, replies parsed from the frame's bytes, nothing else built per
+    step but the timing.
     """
-    import websockets
-
     stats = ClientStats(plan)
     ws_url = plan.url.replace("http://", "ws://").replace("https://", "wss://") + "/ws"
+    ws: LeanWebSocket | None = None
     try:
-        async with websockets.connect(
-            ws_url, open_timeout=open_timeout_s, max_size=None, proxy=None
-        ) as ws:
+        ws = await LeanWebSocket.connect(ws_url, open_timeout_s)
 
-            async def call(request: bytes, kind: str) -> dict:
-                await ws.send(request, text=True)
-                reply = _loads(await ws.recv(decode=False))
-                if reply.get("type") == "error":
-                    raise RuntimeError(f"{kind}: {reply['data']}")
-                return reply["data"]
+        async def call(request: bytes, kind: str) -> dict:
+            assert ws is not None
+            ws.send_text(request)
+            reply = _loads(await ws.recv())
+            if reply.get("type") == "error":
+                raise RuntimeError(f"{kind}: {reply['data']}")
+            return reply["data"]
 
-            seed = plan.seed
-            first = await call(_encode("reset", {"seed": seed}), "reset")
-            obs, tools = first["observation"], first["observation"].get("tools")
-            stats.resets += 1
-            if opened is not None:
-                gate, opened = opened, None
-                await gate(True)
-            clock = time.perf_counter
-            for _ in range(plan.steps):
-                action = plan.slow_action or _benign_action(obs, tools)
-                t0 = clock()
-                out = await call(_encode("step", {"text": action}), "step")
-                stats.step_s.append(clock() - t0)
-                stats.queue_ms.append(float((out.get("timing") or {}).get("queue_ms", 0.0)))
-                obs = out["observation"]
-                if out["done"]:
-                    seed += 1000
-                    first = await call(_encode("reset", {"seed": seed}), "reset")
-                    obs, tools = first["observation"], first["observation"].get("tools")
-                    stats.resets += 1
-            await ws.send(_encode("close", None), text=True)
+        seed = plan.seed
+        first = await call(_encode("reset", {"seed": seed}), "reset")
+        obs, tools = first["observation"], first["observation"].get("tools")
+        stats.resets += 1
+        if opened is not None:
+            gate, opened = opened, None
+            await gate(True)
+        clock = time.perf_counter
+        for _ in range(plan.steps):
+            action = plan.slow_action or _benign_action(obs, tools)
+            t0 = clock()
+            out = await call(_encode("step", {"text": action}), "step")
+            stats.step_s.append(clock() - t0)
+            stats.queue_ms.append(float((out.get("timing") or {}).get("queue_ms", 0.0)))
+            obs = out["observation"]
+            if out["done"]:
+                seed += 1000
+                first = await call(_encode("reset", {"seed": seed}), "reset")
+                obs, tools = first["observation"], first["observation"].get("tools")
+                stats.resets += 1
+        ws.send_text(_encode("close", None))
     except Exception as exc:  # every failure is a finding, never a crash of the harness
         stats.errors.append(f"{type(exc).__name__}: {exc}"[:300])
+    finally:
+        if ws is not None:
+            ws.close()
     if opened is not None:  # failed before the session was open
         await opened(False)
     return stats
