@@ -357,9 +357,10 @@ def run(quick: bool = False) -> str:
         "",
         f"One server process; clients in {CLIENT_PROCS} other processes, {STEPS} steps each, "
         f"`max_sessions` = clients + 16; today's server (this tree) against {BASE}'s, "
-        "interleaved in one run, with the same client harness (`agentgym.server.load`: the "
-        "`websockets` asyncio client with its defaults, text frames written from orjson bytes; "
-        f"it offers permessage-deflate, which {BASE}'s server accepts and today's declines). "
+        "interleaved in one run, with the same client harness (`agentgym.server.load`: "
+        "`LeanWebSocket`, the `websockets` package's client protocol on asyncio's transport, "
+        "text frames written from orjson bytes; like that package's client it offers "
+        f"permessage-deflate, which {BASE}'s server accepts and today's declines). "
         "Every process runs the event loop `uvicorn.Server.run` would pick for either server "
         "(`loop='auto'`: uvloop, installed here). Each client connects and resets, then waits "
         "until every session of the run is open; then all step at once. Workloads: `sokoban`, "
