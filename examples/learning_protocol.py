@@ -704,6 +704,35 @@ def plot(results: dict[str, Any], summary: dict[str, Any], out: Path, png: Path)
     plt.close(fig)
 
 
+#: The settings an SFT start depends on: a run may reuse another's starts only if they agree.
+SFT_FIELDS = ("env", "demo_seeds", "demo_episodes", "epsilon", "sft_epochs", "sft_lr", "d_model",
+              "layers", "max_turns", "valid_tasks", "test_tasks", "reeval_tasks")  # fmt: skip
+
+
+def reuse_starts(p: Protocol, source: Path, out: Path) -> None:
+    """Copy the SFT starts, task sets and start evaluations of the protocol run in ``source``
+    into ``out`` (what exists there is kept), so a run at another RL budget starts from the
+    very same checkpoints. Refuses a source made with other SFT or task-set settings."""
+    import shutil
+
+    theirs = json.loads((source / "protocol.json").read_text())
+    differ = [k for k in SFT_FIELDS if theirs.get(k) != p.__dict__[k]]
+    if differ:
+        raise SystemExit(f"--starts-from {source}: made with other {', '.join(differ)}")
+    (out / "evals").mkdir(parents=True, exist_ok=True)
+    names = ["task_sets.json", "anchor_probe.json"]
+    names += [f"demos-d{d}.agtr" for d in p.demo_seeds] + [f"sft-d{d}" for d in p.demo_seeds]
+    names += [f"evals/{f.name}" for f in (source / "evals").glob("start-*.json")]
+    for name in names:
+        src, dst = source / name, out / name
+        if dst.exists() or not src.exists():
+            continue
+        if src.is_dir():
+            shutil.copytree(src, dst)
+        else:
+            shutil.copy2(src, dst)
+
+
 def report(out: Path) -> str:
     results = json.loads((out / "results.json").read_text())
     results["anchor_probe"] = _done(out / "anchor_probe.json")
@@ -724,6 +753,12 @@ def main() -> None:
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument(
         "--anchor-probe", action="store_true", help="only GiGPO's anchor statistics, noisy oracle"
+    )
+    ap.add_argument(
+        "--starts-from",
+        metavar="DIR",
+        help="reuse the SFT starts (and task sets) of the protocol run in DIR, e.g. to train "
+        "the same starts at another --budget",
     )
     defaults = Protocol(env="household")
     for name, value in defaults.__dict__.items():
@@ -747,6 +782,8 @@ def main() -> None:
         return
     if not args.report_only:
         p = Protocol(**{k: getattr(args, k) for k in defaults.__dict__})
+        if args.starts_from:
+            reuse_starts(p, Path(args.starts_from), out)
         run_protocol(p, out)
     print(report(out))
     print(f"curve: {out / 'curve.png'}")

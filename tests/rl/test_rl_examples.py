@@ -70,3 +70,31 @@ def test_train_compare_dialogue_recipe_from_the_docs_runs(tmp_path):
     evals = _rows(tmp_path / "gigpo-s0" / "eval.csv")
     assert int(evals[0]["env_steps"]) == 0 and len(evals) >= 2
     assert "Held-out TEST-split success" in (tmp_path / "summary.md").read_text()
+
+
+def test_learning_protocol_reuses_sft_starts_at_another_budget(tmp_path):
+    """examples/learning_protocol.py end to end at a toy size, then again from the same SFT
+    start at another RL budget (--starts-from): the start is copied, not retrained, and a
+    source made with other SFT settings is refused."""
+    size = ["--env", "search", "--demo-seeds", "0", "--rl-seeds", "0", "1",
+            "--demo-episodes", "4", "--sft-epochs", "1", "--d-model", "8",
+            "--valid-tasks", "3", "--test-tasks", "3", "--reeval-tasks", "3", "--lr-grid", "1e-3"]  # fmt: skip
+    first, second = tmp_path / "first", tmp_path / "second"
+    out = _run("examples/learning_protocol.py", *size, "--budget", "12", "--out", str(first))
+    assert "| greedy success |" in out and "Does RL raise held-out success" in out
+    start = (first / "sft-d0" / "checkpoint.pt").read_bytes()
+    _run("examples/learning_protocol.py", *size, "--budget", "24", "--out", str(second),
+         "--starts-from", str(first))  # fmt: skip
+    assert (second / "sft-d0" / "checkpoint.pt").read_bytes() == start
+    import json
+
+    results = json.loads((second / "results.json").read_text())
+    assert results["protocol"]["budget"] == 24
+    assert {r["train"]["env_steps"] >= 24 for r in results["runs"].values()} == {True}
+    assert results["sets"] == json.loads((first / "task_sets.json").read_text())
+    proc = subprocess.run(
+        [sys.executable, "examples/learning_protocol.py", *size, "--d-model", "16",
+         "--budget", "24", "--out", str(tmp_path / "third"), "--starts-from", str(first)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode != 0 and "made with other d_model" in proc.stderr
