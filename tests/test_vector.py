@@ -109,8 +109,8 @@ from agentgym.vector import EnvPool
 from agentgym.episodes import ChatEnvFactory
 pool = EnvPool([ChatEnvFactory("agentgym/Sokoban-Tiny-v0", {}, 4)] * 2, backend="process")
 pool.reset(seeds=[0, 1])  # both workers are up and waiting for their next command
-print("ready", flush=True)
-try:
+try:  # "ready" inside the try: a Ctrl-C right after it must land in the handler
+    print("ready", flush=True)
     while True:
         time.sleep(0.05)
 except KeyboardInterrupt:

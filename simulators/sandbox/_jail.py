@@ -1278,7 +1278,7 @@ class Worker:
         info = {"status": "ok", "pid": os.getpid(), "rss": _rss_bytes(),
                 "sessions": len(self.sessions), "layers": self.cfg["layers"],
                 "lineages": len(self.lineages), "busy_uids": len(self.busy_uids),
-                "waiting": len(self.waiting),
+                "waiting": len(self.waiting), "reaping": len(self.reaping),
                 "workdirs": len(os.listdir(self.work_root)),
                 "cgroups": sum(len([d for d in os.listdir(r) if os.path.isdir(os.path.join(r, d))])
                                for r in self.cgroup_roots.values()),

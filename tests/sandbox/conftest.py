@@ -77,7 +77,11 @@ def no_leaks(pool: SandboxPool) -> Iterator[None]:
     yield
     for w in pool.workers:
         info = w.call({"op": "ping"}, 10.0)
+        deadline = time.monotonic() + 60.0  # killed processes of a closed session may take
+        while info.get("reaping") and time.monotonic() < deadline:  # a while to be scheduled
+            info = w.call({"op": "ping"}, 10.0)
         assert info["status"] == "ok"
+        assert not info.get("reaping"), "a closed session's processes never went away"
         assert info["workdirs"] == info["lineages"], "a run's work dir was left behind"
         assert info["cgroups"] == info["lineages"] * len(w.cgroup.paths if w.cgroup else [])
         r = w.call({"op": "exec", "code": "print('alive')", "timeout": 10.0}, 10.0)
