@@ -232,6 +232,21 @@ def _pool_uids(pool: SandboxPool) -> list[int]:
     return out
 
 
+def _settled_pings(pool: SandboxPool, children_before: int, timeout_s: float = 60.0) -> list:
+    """The workers' pings once nothing is still being released: processes that were killed
+    go once the kernel schedules them, which on a busy host can take seconds. A process
+    that outlives ``timeout_s`` is reported as left behind."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pings = [w.call({"op": "ping"}, 10.0) for w in pool.workers]
+        settled = not any(p.get("reaping") for p in pings)
+        if settled and sum(p["children"] for p in pings) <= children_before:
+            return pings
+        if time.monotonic() > deadline:
+            return pings
+        time.sleep(0.1)
+
+
 def soak(
     pool: SandboxPool, *, sessions: int, execs: int, seed: int = 0, threads: int = 16
 ) -> dict[str, Any]:
@@ -294,7 +309,7 @@ def soak(
     elapsed = time.perf_counter() - start
     for s in opened:
         s.close()
-    after_ping = [w.call({"op": "ping"}, 10.0) for w in pool.workers]
+    after_ping = _settled_pings(pool, sum(p["children"] for p in before["ping"]))
     left = {
         "processes": len(_pool_uids(pool)),
         "work_dirs": sum(p["workdirs"] for p in after_ping),

@@ -12,8 +12,11 @@ surviving node. The session cluster declares a silent node dead after about 5 s 
 
 from __future__ import annotations
 
+import time
+
 import gymnasium as gym
 import pytest
+import ray
 
 from agentgym.distributed import RayEnvPool
 from agentgym.error import InvalidConfigError
@@ -35,6 +38,17 @@ def _second_node(cluster):
         num_cpus=1, resources={"agentgym_test_env": 8, "agentgym_test_node_b": 4}
     )
     cluster.wait_for_nodes()
+    # the node is up before the scheduler sees its resources; "spread" places only on nodes
+    # it sees, so wait until the cluster offers node B's resource (this node's 4 alone: a
+    # node removed just before may linger in the totals for a few seconds)
+    deadline = time.monotonic() + 60.0
+    while not (
+        ray.cluster_resources().get("agentgym_test_node_b", 0)
+        == ray.available_resources().get("agentgym_test_node_b", 0)
+        == 4
+    ):
+        assert time.monotonic() < deadline, "node B's resources never showed in the cluster"
+        time.sleep(0.1)
     yield node
     if node in cluster.worker_nodes:  # not killed by the test
         cluster.remove_node(node)
