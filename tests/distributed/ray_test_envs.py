@@ -50,3 +50,20 @@ def kill_node(cluster, node) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     cluster.remove_node(node, allow_graceful=False)
+
+
+def kill_actor_for_good(ray, actor, timeout_s: float = 60.0) -> None:
+    """``ray.kill`` and wait until the actor is gone.
+
+    ``ray.kill`` only asks the cluster to kill; a call sent right after it can still be
+    answered by the living actor, so a test would race the kill.
+    """
+    ray.kill(actor, no_restart=True)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.pid.remote(), timeout=timeout_s)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"actor still answers {timeout_s} s after ray.kill")

@@ -10,12 +10,12 @@ import logging
 import os
 import re
 import signal
-import time
 
 import pytest
 
 from agentgym.distributed import RayEnvPool
 from agentgym.parsing import render_tool_call
+from tests.distributed.ray_test_envs import kill_actor_for_good
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -37,23 +37,6 @@ def _replacement_logs(caplog) -> list[tuple[int, int, float]]:
             assert rec.levelno == logging.WARNING
             out.append((int(m[1]), int(m[2]), float(m[3])))
     return out
-
-
-def _kill_for_good(ray, actor, timeout_s: float = 60.0) -> None:
-    """``ray.kill`` and wait until the actor is gone.
-
-    ``ray.kill`` only asks the cluster to kill; a call sent right after it can still be
-    answered by the living actor, so the test would race the kill.
-    """
-    ray.kill(actor, no_restart=True)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            ray.get(actor.pid.remote(), timeout=timeout_s)
-        except ray.exceptions.RayActorError:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"actor still answers {timeout_s} s after ray.kill")
 
 
 def test_actor_sigkilled_past_max_restarts_is_replaced_and_logged(ray_session, caplog):
@@ -83,16 +66,16 @@ def test_replacements_back_off_while_new_actors_keep_dying(ray_session, caplog):
         ENV_ID, 1, num_cpus=0.25, timeout_s=60, replace_backoff_s=0.2, start_timeout_s=120
     ) as pool:
         pool.reset(seeds=[1])
-        _kill_for_good(ray, pool.actors[0])  # killed for good
+        kill_actor_for_good(ray, pool.actors[0])  # killed for good
         assert "env_error" in pool.step({0: UP})[0].info
-        _kill_for_good(ray, pool.actors[0])  # its replacement dies before answering
+        kill_actor_for_good(ray, pool.actors[0])  # its replacement dies before answering
         assert "env_error" in pool.step({0: UP})[0].info
         ((_, info),) = pool.reset(seeds=[1])  # waits out the backoff, then a new actor
         assert info["task_id"]
         # the second replacement in a row waited twice as long as the first
         assert _replacement_logs(caplog) == [(0, 1, 0.2), (0, 2, 0.4)]
         # the new actor answered: the next death starts the backoff from the beginning
-        _kill_for_good(ray, pool.actors[0])
+        kill_actor_for_good(ray, pool.actors[0])
         assert "env_error" in pool.step({0: UP})[0].info
         pool.reset(seeds=[1])  # the replacement is certainly made by now
         assert _replacement_logs(caplog)[2:] == [(0, 1, 0.2)]
@@ -104,6 +87,6 @@ def test_no_replacement_when_turned_off(ray_session, caplog):
     caplog.set_level(logging.WARNING, logger=LOGGER)
     with RayEnvPool.from_id(ENV_ID, 1, num_cpus=0.25, replace_dead=False) as pool:
         pool.reset(seeds=[1])
-        _kill_for_good(ray_session, pool.actors[0])
+        kill_actor_for_good(ray_session, pool.actors[0])
         assert "env_error" in pool.step({0: UP})[0].info
         assert pool.replacements == [0] and not _replacement_logs(caplog)

@@ -10,14 +10,13 @@ local lockstep loop plays it.
 from __future__ import annotations
 
 import asyncio
-import time
-from typing import Any
 
 import gymnasium as gym
 import pytest
 
 from agentgym.distributed import RayEnvPool
 from agentgym.rollout import PoolEnvSource, RolloutConfig, RolloutEngine, training_arrays
+from tests.distributed.ray_test_envs import kill_actor_for_good
 from tests.fake_llm_server import ScriptedChatPolicy
 from tests.rollout.held_group import HoldOneTask, collect_with_held_group
 from tests.rollout.test_rollout_engine import engine_results, lockstep
@@ -25,19 +24,6 @@ from tests.rollout.test_rollout_engine import engine_results, lockstep
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 ENV_ID = "agentgym/Sokoban-Tiny-v0"
-
-
-def _kill_and_wait(ray: Any, actor: Any, timeout_s: float = 60.0) -> None:
-    """``ray.kill``, then wait until the actor no longer answers (the kill is asynchronous)."""
-    ray.kill(actor, no_restart=True)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            ray.get(actor.pid.remote(), timeout=timeout_s)
-        except ray.exceptions.RayActorError:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"the actor still answers {timeout_s} s after ray.kill")
 
 
 def test_actor_killed_mid_run_fails_its_episode_only(ray_session):
@@ -52,7 +38,7 @@ def test_actor_killed_mid_run_fails_its_episode_only(ray_session):
             victim = next(ep for ep in engine.carried if ep.seed == held_seed)
             actor = pool.actors[victim.slot.index // pool.envs_per_actor]
             killed.append(victim.traj_id)
-            await asyncio.to_thread(_kill_and_wait, ray_session, actor)
+            await asyncio.to_thread(kill_actor_for_good, ray_session, actor)
 
         try:
             collection = collect_with_held_group(engine, 3, policy, kill_an_actor_of_the_held_group)
