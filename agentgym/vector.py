@@ -6,7 +6,10 @@ envs (a ``{index: action}`` mapping) and returns results for exactly those. Back
 
 * ``"thread"`` (default) — a thread per env call; right for I/O-bound envs (browsers,
   sandboxes, HTTP users) whose work happens outside the GIL.
-* ``"process"`` — one worker process per env; right for CPU-bound Python envs.
+* ``"process"`` — one worker process per env; right for CPU-bound Python envs. With
+  ``pin_cpus=True`` each worker (and every process it starts: a browser, a sandbox) is held
+  to one CPU of those this process may use, round-robin, so workers do not trade cores and
+  throughput grows with the cores given.
 * ``"sync"`` — one after another in the caller's thread; for debugging.
 
 An exception inside an env does not take the pool down: that env's result comes back
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import os
 import signal
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -85,7 +89,9 @@ def _call(env: gym.Env, name: str, args: tuple, kwargs: dict) -> Any:
     return getattr(target, name)(*args, **kwargs)
 
 
-def _worker(conn: Any, factory: EnvFactory) -> None:
+def _worker(conn: Any, factory: EnvFactory, cpu: int | None = None) -> None:
+    if cpu is not None:  # before the env starts anything: its child processes inherit it
+        os.sched_setaffinity(0, {cpu})
     # Ctrl-C reaches the whole process group: the parent handles it and closes its workers,
     # which would otherwise each die with a KeyboardInterrupt traceback of their own
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -113,12 +119,18 @@ def _worker(conn: Any, factory: EnvFactory) -> None:
         conn.close()
 
 
+def worker_cpus(workers: int) -> list[int]:
+    """The CPU each of ``workers`` pinned workers gets: this process's CPUs, round-robin."""
+    allowed = sorted(os.sched_getaffinity(0))
+    return [allowed[i % len(allowed)] for i in range(workers)]
+
+
 class _ProcessEnv:
     """An env living in a worker process, driven over a pipe."""
 
-    def __init__(self, factory: EnvFactory, ctx: Any):
+    def __init__(self, factory: EnvFactory, ctx: Any, cpu: int | None = None):
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_worker, args=(child, factory), daemon=True)
+        self._proc = ctx.Process(target=_worker, args=(child, factory, cpu), daemon=True)
         self._proc.start()
         child.close()
 
@@ -187,6 +199,7 @@ class EnvPool:
         *,
         backend: str = "thread",
         max_workers: int | None = None,
+        pin_cpus: bool = False,
     ):
         if backend not in ("thread", "process", "sync"):
             raise InvalidConfigError(
@@ -194,12 +207,18 @@ class EnvPool:
             )
         if not env_fns:
             raise InvalidConfigError("EnvPool needs at least one env factory.")
+        if pin_cpus and backend != "process":
+            raise InvalidConfigError(
+                f"pin_cpus=True needs backend='process' (got {backend!r}): threads share "
+                "one process, whose CPUs cannot be split between envs."
+            )
         self.backend = backend
         self.num_envs = len(env_fns)
         self._executor: ThreadPoolExecutor | None = None
         if backend == "process":
             ctx = mp.get_context("spawn")
-            self._remote = [_ProcessEnv(fn, ctx) for fn in env_fns]
+            cpus = worker_cpus(len(env_fns)) if pin_cpus else [None] * len(env_fns)
+            self._remote = [_ProcessEnv(fn, ctx, cpu) for fn, cpu in zip(env_fns, cpus)]
             self.envs: list[gym.Env] = []
         else:
             self.envs = [fn() for fn in env_fns]

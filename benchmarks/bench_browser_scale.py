@@ -14,7 +14,9 @@
 * **Pools in processes**: ``EnvPool(backend="process")`` with 1 and then 2 worker
   processes, each with its own Chromium, oracle episodes back to back, stepped in lockstep
   as a trainer batches them; steps/s (resets included in the wall time) and the CPU cores
-  the whole tree kept busy, rounds alternating.
+  the whole tree kept busy, rounds alternating; once with the kernel free to place every
+  process, once with each worker and its Chromium held to a CPU of its own
+  (``pin_cpus=True``), which is how the pool is meant to grow with cores.
 * **64 sessions**: 64 browser-mode WebTodo envs in one process (one Chromium, a context
   each) stepped concurrently on threads; errors, and contexts/pages left after close.
 
@@ -174,15 +176,19 @@ def toggle(driver: Any) -> None:
         raise RuntimeError(error)
 
 
-def worker_pool(processes: int, seconds: float) -> dict[str, Any]:
-    """Steps/s of ``processes`` browser envs in EnvPool worker processes, oracle episodes."""
+def worker_pool(processes: int, seconds: float, pinned: int = 0) -> dict[str, Any]:
+    """Steps/s of ``processes`` browser envs in EnvPool worker processes, oracle episodes.
+
+    ``pinned``: each worker, with its Playwright driver and Chromium, held to a CPU of its own
+    (``EnvPool(pin_cpus=True)``), so a worker gets one core and two workers two.
+    """
     import gymnasium as gym
 
     import agentgym  # noqa: F401
     from agentgym.vector import EnvPool
 
     factory = functools.partial(gym.make, ENV_ID)
-    pool = EnvPool([factory] * processes, backend="process")
+    pool = EnvPool([factory] * processes, backend="process", pin_cpus=bool(pinned))
     try:
         seeds = list(range(processes))
         pool.reset(seeds=seeds)
@@ -373,35 +379,46 @@ def _median_table(
 def _pool_section(rounds: int, seconds: float) -> list[str]:
     from benchmarks.timing import load
 
-    rates: dict[int, list[float]] = {1: [], 2: []}
-    cores: dict[int, list[float]] = {1: [], 2: []}
+    modes = ((0, "free"), (1, "a CPU each"))
+    rates: dict[tuple[int, int], list[float]] = {(n, p): [] for n in (1, 2) for p, _ in modes}
+    cores: dict[tuple[int, int], list[float]] = {key: [] for key in rates}
     errors = 0
     start_load = load()
     for r in range(rounds):
-        for n in (1, 2) if r % 2 == 0 else (2, 1):
-            result = _spawn("pool", [n, seconds])
-            rates[n].append(result["steps_per_s"])
-            cores[n].append(result["cores_busy"])
+        order = sorted(rates, reverse=r % 2 == 1)  # alternate which run goes first
+        for n, pinned in order:
+            result = _spawn("pool", [n, seconds, pinned])
+            rates[n, pinned].append(result["steps_per_s"])
+            cores[n, pinned].append(result["cores_busy"])
             errors += result["errors"]
-    one, two = statistics.median(rates[1]), statistics.median(rates[2])
+
+    def scaling(pinned: int) -> float:
+        return statistics.median(rates[2, pinned]) / statistics.median(rates[1, pinned])
+
     return [
         "### Browser envs in worker processes: 1 -> 2 processes",
         "",
         f"`EnvPool(backend='process')`, WebTodo-v0 oracle episodes for {seconds:.0f} s per run, "
-        f"{rounds} rounds alternating; every worker runs its own Chromium.",
+        f"stepped in lockstep as a trainer batches them, {rounds} rounds, the order of the runs "
+        "alternating; every worker runs its own Chromium. *Workers' CPUs*: `free`, the kernel "
+        "places every process on either core; `a CPU each`, `EnvPool(pin_cpus=True)`: each "
+        "worker, its Playwright driver and its Chromium held to one CPU of their own.",
         "",
-        "| worker processes | steps/s, median | per round | CPU cores busy, median |",
-        "|---:|---:|---|---:|",
+        "| workers' CPUs | worker processes | steps/s, median | per round "
+        "| CPU cores busy, median |",
+        "|---|---:|---:|---|---:|",
         *(
-            f"| {n} | {statistics.median(rates[n]):.1f} | "
-            + ", ".join(f"{x:.1f}" for x in rates[n])
-            + f" | {statistics.median(cores[n]):.2f} |"
+            f"| {label} | {n} | {statistics.median(rates[n, pinned]):.1f} | "
+            + ", ".join(f"{x:.1f}" for x in rates[n, pinned])
+            + f" | {statistics.median(cores[n, pinned]):.2f} |"
+            for pinned, label in modes
             for n in (1, 2)
         ),
         "",
-        f"Scaling 1 -> 2: **{two / one:.2f}x** ({errors} step errors). CPU cores busy: the CPU "
-        "time of this process, the workers and their Chromiums over the wall time. Load at the "
-        f"start: {start_load}; at the end: {load()}.",
+        f"Scaling 1 -> 2: **{scaling(0):.2f}x** free, **{scaling(1):.2f}x** with a CPU each "
+        f"({errors} step errors). CPU cores busy: the CPU time of this process, the workers "
+        f"and their Chromiums over the wall time. Load at the start: {start_load}; at the "
+        f"end: {load()}.",
     ]
 
 

@@ -99,6 +99,24 @@ class RaisingEnv(CounterEnv):
         return super()._step(action)
 
 
+class CpuReportingEnv(CounterEnv):
+    """Reports the CPUs its process, and a process it starts, may run on (for pinning tests)."""
+
+    def cpus(self) -> dict[str, list[int]]:
+        import json
+        import os
+        import subprocess
+        import sys
+
+        child = subprocess.run(
+            [sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        return {"worker": sorted(os.sched_getaffinity(0)), "child": json.loads(child)}
+
+
 class NondeterministicEnv(CounterEnv):
     """Breaks the contract: draws from a generator the seed does not control."""
 

@@ -13,8 +13,8 @@ import pytest
 
 import agentgym  # noqa: F401
 from agentgym.error import InvalidConfigError
-from agentgym.vector import EnvPool
-from tests.fake_envs import RaisingEnv
+from agentgym.vector import EnvPool, worker_cpus
+from tests.fake_envs import CpuReportingEnv, RaisingEnv
 
 make_tiny = functools.partial(gym.make, "agentgym/Sokoban-Tiny-v0")
 
@@ -54,6 +54,27 @@ def test_bad_indices_and_lengths_are_clear_errors():
             pool.reset(seeds=[1, 2])
     with pytest.raises(InvalidConfigError, match="backend"):
         EnvPool([make_tiny], backend="gpu")
+
+
+def test_pinned_workers_and_their_children_each_hold_one_cpu_round_robin():
+    allowed = sorted(os.sched_getaffinity(0))
+    with EnvPool([CpuReportingEnv] * 3, backend="process", pin_cpus=True) as pool:
+        reports = pool.call("cpus")
+    expected = [allowed[i % len(allowed)] for i in range(3)]
+    assert [r["worker"] for r in reports] == [[cpu] for cpu in expected]
+    assert [r["child"] for r in reports] == [[cpu] for cpu in expected]
+    with EnvPool([CpuReportingEnv], backend="process") as pool:  # unpinned: every CPU
+        assert pool.call("cpus") == [{"worker": allowed, "child": allowed}]
+
+
+def test_worker_cpus_go_round_robin_over_the_allowed_cpus(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {7, 2, 5})
+    assert worker_cpus(5) == [2, 5, 7, 2, 5]
+
+
+def test_pinning_threads_is_a_clear_error():
+    with pytest.raises(InvalidConfigError, match="pin_cpus=True needs backend='process'"):
+        EnvPool([make_tiny], backend="thread", pin_cpus=True)
 
 
 def test_close_is_idempotent():
