@@ -7,7 +7,8 @@ with the harness of :mod:`agentgym.server.load` (connect, reset, ``STEPS`` steps
 cheap policy, resetting when an episode ends, close); half the clients play Sokoban-Tiny and
 a quarter each play the other two. The same harness drives today's server and the server of
 commit ``BASE`` (its ``agentgym`` on ``PYTHONPATH``, see :mod:`benchmarks.basecommit`),
-interleaved in one run. Every client connects and resets, then waits until every session is
+interleaved in one run (at 1,024 clients ``ROUNDS_AT_1024`` rounds, the order alternating;
+at 4,096 one). Every client connects and resets, then waits until every session is
 open (the server's ``/health`` then counts them), then all step at once. Reported: sessions
 open at once and the seconds to open them, errors (refusals included), aggregate
 Sokoban-Tiny steps/s (its steps from the common start until its last client finished),
@@ -27,6 +28,7 @@ import json
 import os
 import resource
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,6 +46,7 @@ ENVS = {
 MIX = ("sokoban", "sokoban", "todo", "twenty")  # client i plays MIX[i % 4]
 CLIENT_PROCS = int(os.environ.get("AGENTGYM_BENCH_CLIENT_PROCS", "4"))
 STEPS = 20
+ROUNDS_AT_1024 = 3  # the 4,096 rows take minutes each: one round
 HALF_OPEN, HALF_OPEN_FDS, HALF_OPEN_WATCH_S = 1100, 1024, 10.0
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -340,10 +343,16 @@ def _half_open_row(tree: str | None) -> dict[str, Any]:
 # ---- the section --------------------------------------------------------------------------------
 
 
-def _ratio(today: dict[str, Any] | None, base: dict[str, Any] | None) -> str:
-    if not today or not base or not base["sokoban_steps_s"]:
+def _ratio(rates: dict[str, list[float]]) -> str:
+    """today / BASE of the median Sokoban steps/s over the rounds, with each round's ratio."""
+    today, base = rates.get("today"), rates.get(BASE)
+    if not today or not base or not min(base):
         return "-"
-    return f"{today['sokoban_steps_s'] / base['sokoban_steps_s']:.2f}x"
+    median = statistics.median(today) / statistics.median(base)
+    if len(today) == 1:
+        return f"{median:.2f}x"
+    each = ", ".join(f"{t / b:.2f}" for t, b in zip(today, base, strict=True))
+    return f"{median:.2f}x (medians of {len(today)} rounds; round by round {each})"
 
 
 def run(quick: bool = False) -> str:
@@ -357,7 +366,8 @@ def run(quick: bool = False) -> str:
         "",
         f"One server process; clients in {CLIENT_PROCS} other processes, {STEPS} steps each, "
         f"`max_sessions` = clients + 16; today's server (this tree) against {BASE}'s, "
-        "interleaved in one run, with the same client harness (`agentgym.server.load`: "
+        f"interleaved in one run ({ROUNDS_AT_1024} rounds at 1,024 clients, which server goes "
+        "first alternating; one at 4,096), with the same client harness (`agentgym.server.load`: "
         "`LeanWebSocket`, the `websockets` package's client protocol on asyncio's transport, "
         "text frames written from orjson bytes; like that package's client it offers "
         f"permessage-deflate, which {BASE}'s server accepts and today's declines). "
@@ -381,26 +391,29 @@ def run(quick: bool = False) -> str:
     ]
     notes, ratios = [], []
     for n in sizes:
+        rounds = 1 if quick or n > 1024 else ROUNDS_AT_1024
         for workload, mix in (("sokoban", ("sokoban",)), ("mix", MIX)):
-            rows: dict[str, dict[str, Any]] = {}
-            for name, tree in ((BASE, old), ("today", None)):
-                if name == BASE and old is None:
-                    lines.append(f"| {workload} | {BASE} | {n} | (no tree) | | | | | | | |")
-                    continue
-                row = rows[name] = _scale_row(tree, n, STEPS, mix)
-                lines.append(
-                    f"| {workload} | {name} | {n:,} | {row['held']:,} | {row['open_s']:.1f} | "
-                    f"{row['errors']:,} | {row['sokoban_steps_s']:,.0f} | {row['p50_ms']:,.1f} | "
-                    f"{row['p99_ms']:,.1f} | {row['kib_per_session']:.0f} | "
-                    f"{row['wall_s']:.1f} |"
-                )
-                if row["first_error"]:
-                    notes.append(
-                        f"- {workload}, {name}, {n:,} clients, first error: `{row['first_error']}`"
+            rates: dict[str, list[float]] = {BASE: [], "today": []}
+            for r in range(rounds):
+                order = ((BASE, old), ("today", None))
+                for name, tree in order if r % 2 == 0 else order[::-1]:
+                    if name == BASE and old is None:
+                        lines.append(f"| {workload} | {BASE} | {n} | (no tree) | | | | | | | |")
+                        continue
+                    row = _scale_row(tree, n, STEPS, mix)
+                    rates[name].append(row["sokoban_steps_s"])
+                    lines.append(
+                        f"| {workload} | {name} | {n:,} | {row['held']:,} | {row['open_s']:.1f} "
+                        f"| {row['errors']:,} | {row['sokoban_steps_s']:,.0f} | "
+                        f"{row['p50_ms']:,.1f} | {row['p99_ms']:,.1f} | "
+                        f"{row['kib_per_session']:.0f} | {row['wall_s']:.1f} |"
                     )
-            ratios.append(
-                f"{workload} at {n:,} clients: {_ratio(rows.get('today'), rows.get(BASE))}"
-            )
+                    if row["first_error"]:
+                        notes.append(
+                            f"- {workload}, {name}, {n:,} clients, first error: "
+                            f"`{row['first_error']}`"
+                        )
+            ratios.append(f"{workload} at {n:,} clients: {_ratio(rates)}")
     lines += [
         "",
         f"Sokoban steps/s, today / {BASE} (target 3x): " + "; ".join(ratios) + ".",
