@@ -14,7 +14,8 @@ import hashlib
 import gymnasium as gym
 import numpy as np
 import pytest
-from agentgym.simulators.grid.sokoban import generate_level, render
+from agentgym.simulators.grid import sokoban
+from agentgym.simulators.grid.sokoban import generate_level, render, solve
 
 import agentgym  # noqa: F401
 
@@ -105,3 +106,49 @@ def test_env_episodes_match_the_first_release(size):
                 break
     env.close()
     assert h.hexdigest() == expected
+
+
+@pytest.mark.parametrize("name", ["tiny", "walls"])
+def test_levels_are_the_same_with_numpy_calls_for_every_draw(name, monkeypatch):
+    """The generator's fallback (numpy's own calls, for bit generators other than PCG64 or a
+    numpy whose draws the raw model does not match) gives the pinned levels too."""
+    monkeypatch.setattr(sokoban, "_RAW_MODEL_HOLDS", False)
+    kwargs, seeds, expected = LEVELS[name]
+    assert _levels_digest(kwargs, seeds) == expected
+
+
+def test_the_raw_draw_model_holds_for_this_numpy():
+    assert sokoban._raw_model_holds() is True
+
+
+def test_other_bit_generators_draw_with_numpy_calls():
+    rng = np.random.Generator(np.random.Philox(7))
+    twin = np.random.Generator(np.random.Philox(7))
+    draws = sokoban._MoveDraws(rng)
+    assert draws.raw is None
+    got = [draws.direction(), draws.uniform(), draws.direction()]
+    assert got == [int(twin.integers(4)), float(twin.random()), int(twin.integers(4))]
+    level, state, plan = generate_level(np.random.Generator(np.random.Philox(3)), 6, 6, 1)
+    for step in plan:
+        state = sokoban.move(level, state, step).state
+    assert state.solved(level)
+
+
+def test_the_cell_search_finds_the_plans_of_the_state_search():
+    """solve() numbers the cells of enclosed levels; on every state along the oracle's way
+    through 40 levels its plan is the one the general search over states finds."""
+    checked = 0
+    for seed in range(40):
+        level, state, plan = generate_level(np.random.default_rng(seed), 7, 7, 2, min_solution=6)
+        for step in plan:  # every state before the last move is unsolved
+            assert solve(level, state) == sokoban._solve_any(level, state, 200_000)
+            checked += 1
+            state = sokoban.move(level, state, step).state
+        assert solve(level, state) == []
+    assert checked > 200
+
+
+def test_a_level_the_player_can_walk_out_of_is_searched_as_states():
+    level, state = sokoban.parse("__$.\n#@##")  # no ring of walls: the player may leave
+    assert not sokoban._enclosed(level, state)
+    assert solve(level, state) == sokoban._solve_any(level, state, 200_000) is not None

@@ -17,8 +17,10 @@ from __future__ import annotations
 import functools
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.random import PCG64
 
 Cell = tuple[int, int]  # (row, col)
 
@@ -149,6 +151,24 @@ def solve(level: SokobanLevel, state: SokobanState, max_nodes: int = 200_000) ->
     """The shortest move sequence that solves the level, or None (unsolvable or too big)."""
     if state.solved(level):
         return []
+    if _enclosed(level, state):
+        height, width = level.height, level.width
+        walls = bytearray(height * width)
+        for r, c in level.walls:
+            if 0 <= r < height and 0 <= c < width:
+                walls[r * width + c] = 1
+        return _solve_cells(
+            _Grid(height, width, walls),
+            state.player[0] * width + state.player[1],
+            [r * width + c for r, c in state.boxes],
+            [r * width + c for r, c in level.goals],
+            max_nodes,
+        )
+    return _solve_any(level, state, max_nodes)
+
+
+def _solve_any(level: SokobanLevel, state: SokobanState, max_nodes: int) -> list[str] | None:
+    """:func:`solve` for any level (one that the player may walk out of, say), on states."""
     dead = _dead_cells(level)
     parents: dict[SokobanState, tuple[SokobanState, str] | None] = {state: None}
     queue = deque([state])
@@ -163,44 +183,203 @@ def solve(level: SokobanLevel, state: SokobanState, max_nodes: int = 200_000) ->
                 continue
             parents[nxt] = (current, name)
             if nxt.solved(level):
-                plan = []
-                node = nxt
-                while (link := parents[node]) is not None:
-                    node, step = link
-                    plan.append(step)
-                return plan[::-1]
+                return _plan_to(nxt, parents)
             if len(parents) >= max_nodes:
                 return None
             queue.append(nxt)
     return None
 
 
-def _room(rng: np.random.Generator, height: int, width: int, wall_prob: float) -> set[Cell]:
-    """Floor cells of a walled room with a few inner walls, all connected."""
-    floor = {(r, c) for r in range(1, height - 1) for c in range(1, width - 1)}
-    for cell in sorted(floor):
-        if rng.random() < wall_prob:
-            floor.discard(cell)
-    if not floor:
-        return floor
-    # keep the largest connected component
-    best: set[Cell] = set()
-    unseen = set(floor)
-    while unseen:
-        start = min(unseen)
-        comp = {start}
-        frontier = [start]
+def _plan_to(node: Any, parents: dict[Any, Any]) -> list[str]:
+    """The moves from the search's start to ``node``, following ``parents`` back."""
+    plan = []
+    while (link := parents[node]) is not None:
+        node, step = link
+        plan.append(step)
+    return plan[::-1]
+
+
+def _enclosed(level: SokobanLevel, state: SokobanState) -> bool:
+    """True when walls ring the level and the player, boxes and goals lie inside it, so a
+    search may number cells ``r * width + c`` and never step off the grid."""
+    h, w = level.height, level.width
+    if h < 3 or w < 3:
+        return False
+    ring = [(0, c) for c in range(w)] + [(h - 1, c) for c in range(w)]
+    ring += [(r, 0) for r in range(h)] + [(r, w - 1) for r in range(h)]
+    if not level.walls.issuperset(ring):
+        return False
+    inside = [state.player, *state.boxes, *level.goals]
+    return all(0 < r < h - 1 and 0 < c < w - 1 for r, c in inside)
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """A level's cells numbered ``r * width + c``; ``walls[i]`` is 1 for a wall."""
+
+    height: int
+    width: int
+    walls: bytearray
+
+    def steps(self) -> tuple[tuple[int, str], ...]:
+        """(index offset, name) of each move, in the order of :data:`DIRECTIONS`."""
+        offsets = {"up": -self.width, "down": self.width, "left": -1, "right": 1}
+        return tuple((offsets[name], name) for name in DIRECTIONS)
+
+    def dead(self, goals: list[int]) -> bytearray:
+        """1 for the cells of :func:`_dead_cells` (non-goal floor cells in a corner)."""
+        walls, width = self.walls, self.width
+        out = bytearray(len(walls))
+        for i in range(width, len(walls) - width):
+            if walls[i] or i in goals or i % width in (0, width - 1):
+                continue
+            if (walls[i - width] or walls[i + width]) and (walls[i - 1] or walls[i + 1]):
+                out[i] = 1
+        return out
+
+
+def _solve_cells(
+    grid: _Grid, player: int, boxes: list[int], goals: list[int], max_nodes: int
+) -> list[str] | None:
+    """:func:`solve` on an enclosed level with numbered cells.
+
+    The same breadth-first search as :func:`_solve_any`, node for node (moves tried in the
+    same order, the same dead-corner pruning and node budget), so it returns the same plan;
+    a state is ``(player, sorted box cells)``, cheap to hash and compare.
+    """
+    walls, dead, steps = grid.walls, grid.dead(goals), grid.steps()
+    target = tuple(sorted(goals))
+    start = (player, tuple(sorted(boxes)))
+    if start[1] == target:
+        return []
+    parents: dict[tuple[int, tuple[int, ...]], Any] = {start: None}
+    queue = deque([start])
+    while queue:
+        current = queue.popleft()
+        here, held = current
+        for offset, name in steps:
+            to = here + offset
+            if walls[to]:
+                continue
+            if to in held:
+                beyond = to + offset
+                if walls[beyond] or beyond in held:
+                    continue
+                moved = tuple(sorted([beyond if b == to else b for b in held]))
+                nxt = (to, moved)
+                if nxt in parents or any(dead[b] for b in moved):
+                    continue
+            else:
+                nxt = (to, held)
+                if nxt in parents:
+                    continue
+            parents[nxt] = (current, name)
+            if nxt[1] == target:
+                return _plan_to(nxt, parents)
+            if len(parents) >= max_nodes:
+                return None
+            queue.append(nxt)
+    return None
+
+
+def _room(rng: np.random.Generator, height: int, width: int, wall_prob: float) -> list[int]:
+    """Floor cells (numbered ``r * width + c``, ascending) of a walled room with a few inner
+    walls: the largest connected part, the first found in reading order on a tie."""
+    inner = [r * width + c for r in range(1, height - 1) for c in range(1, width - 1)]
+    draws = rng.random(len(inner)).tolist()  # the same values as one rng.random() per cell
+    is_floor = bytearray(height * width)
+    for cell, u in zip(inner, draws, strict=True):
+        if u >= wall_prob:
+            is_floor[cell] = 1
+    best: list[int] = []
+    seen = bytearray(height * width)
+    for start in inner:
+        if not is_floor[start] or seen[start]:
+            continue
+        seen[start] = 1
+        comp, frontier = [start], [start]
         while frontier:
-            r, c = frontier.pop()
-            for dr, dc in DIRECTIONS.values():
-                nb = (r + dr, c + dc)
-                if nb in unseen and nb not in comp:
-                    comp.add(nb)
+            cell = frontier.pop()
+            for nb in (cell - width, cell + width, cell - 1, cell + 1):
+                if is_floor[nb] and not seen[nb]:
+                    seen[nb] = 1
+                    comp.append(nb)
                     frontier.append(nb)
-        unseen -= comp
         if len(comp) > len(best):
             best = comp
-    return best
+    return sorted(best)
+
+
+class _MoveDraws:
+    """The reverse play's random draws: ``rng.integers(4)`` and ``rng.random()`` values.
+
+    With numpy's PCG64 (``default_rng``) they are computed from the generator's raw 64-bit
+    outputs exactly as numpy computes them (a bounded integer takes a buffered 32-bit half,
+    a float the top 53 bits), several times cheaper than numpy's per-call argument handling;
+    :meth:`close` writes the 32-bit buffer back, so the caller's generator ends where the
+    numpy calls would have left it. Other bit generators, or a numpy whose draws differ from
+    this model (checked once, at import), get the numpy calls themselves.
+    """
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+        bits = rng.bit_generator
+        self.raw = bits.random_raw if _RAW_MODEL_HOLDS and type(bits) is PCG64 else None
+        if self.raw is not None:
+            state = bits.state
+            self.has_half, self.half = state["has_uint32"], state["uinteger"]
+
+    def direction(self) -> int:
+        """``int(rng.integers(4))``."""
+        if self.raw is None:
+            return int(self.rng.integers(4))
+        if self.has_half:
+            self.has_half = 0
+            return self.half >> 30
+        value = self.raw()
+        self.has_half, self.half = 1, value >> 32
+        return (value & 0xFFFFFFFF) >> 30
+
+    def uniform(self) -> float:
+        """``rng.random()``."""
+        if self.raw is None:
+            return float(self.rng.random())
+        return (self.raw() >> 11) * _TWO_TO_MINUS_53
+
+    def close(self) -> None:
+        """Leave the generator's 32-bit buffer as the numpy calls would have."""
+        if self.raw is not None:
+            bits = self.rng.bit_generator
+            state = bits.state
+            state["has_uint32"], state["uinteger"] = self.has_half, self.half
+            bits.state = state
+
+
+_TWO_TO_MINUS_53 = 1.0 / (1 << 53)
+
+
+def _raw_model_holds() -> bool:
+    """Whether :class:`_MoveDraws`'s model of numpy's draws matches this numpy."""
+    global _RAW_MODEL_HOLDS
+    _RAW_MODEL_HOLDS = False
+    pattern = [0, 0, 1, 0, 1, 1, 0, 0, 0, 1, 0, 1]
+    for seed in (1, 2):
+        mine, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
+        mine.choice(20, size=2, replace=False)  # leaves a 32-bit half in the buffer
+        theirs.choice(20, size=2, replace=False)
+        wanted = [int(theirs.integers(4)) if k else float(theirs.random()) for k in pattern]
+        _RAW_MODEL_HOLDS = True
+        draws = _MoveDraws(mine)
+        got = [draws.direction() if k else draws.uniform() for k in pattern]
+        draws.close()
+        _RAW_MODEL_HOLDS = got == wanted and mine.bit_generator.state == theirs.bit_generator.state
+        if not _RAW_MODEL_HOLDS:
+            break
+    return _RAW_MODEL_HOLDS
+
+
+_RAW_MODEL_HOLDS = False
+_raw_model_holds()
 
 
 def generate_level(
@@ -219,40 +398,52 @@ def generate_level(
     Boxes start on goals; the player walks ``pull_steps`` random steps, pulling a box when
     one is behind it, so the result is solvable. Levels whose optimal plan is shorter than
     ``min_solution`` moves, or that the solver cannot finish, are drawn again.
+
+    Cells are numbered ``r * width + c`` while a level is drawn and searched, and the level
+    objects are built once, for the level returned; every draw from ``rng`` is the one the
+    first release made, so a seed gives the same level as it always has.
     """
+    offsets = [-width, width, -1, 1]  # in the order of DIRECTIONS
     for _ in range(max_tries):
         floor = _room(rng, height, width, wall_prob)
         if len(floor) < num_boxes + 2:
             continue
-        cells = sorted(floor)
-        picks = rng.choice(len(cells), size=num_boxes + 1, replace=False)
-        goals = frozenset(cells[i] for i in picks[:num_boxes])
-        walls = frozenset(
-            (r, c) for r in range(height) for c in range(width) if (r, c) not in floor
-        )
-        level = SokobanLevel(height, width, walls, goals)
-        player = cells[picks[-1]]
+        picks = rng.choice(len(floor), size=num_boxes + 1, replace=False).tolist()
+        goals = [floor[i] for i in picks[:num_boxes]]
+        player = floor[picks[-1]]
+        is_floor = bytearray(height * width)
+        for cell in floor:
+            is_floor[cell] = 1
         boxes = set(goals)
-        names = list(DIRECTIONS)
+        draws = _MoveDraws(rng)
         for _step in range(pull_steps):
-            name = names[int(rng.integers(4))]
-            dr, dc = DIRECTIONS[name]
-            r, c = player
-            nxt = (r + dr, c + dc)
-            if nxt not in floor or nxt in boxes:
+            offset = offsets[draws.direction()]
+            nxt = player + offset
+            if not is_floor[nxt] or nxt in boxes:
                 continue
-            behind = (r - dr, c - dc)
-            if behind in boxes and rng.random() < 0.8:
+            behind = player - offset
+            if behind in boxes and draws.uniform() < 0.8:
                 boxes.discard(behind)
                 boxes.add(player)
             player = nxt
-        state = SokobanState(player, frozenset(boxes))
-        if state.solved(level):
+        draws.close()
+        if boxes == set(goals):
             continue
-        plan = solve(level, state)
+        walls = bytearray(1 - f for f in is_floor)
+        plan = _solve_cells(_Grid(height, width, walls), player, list(boxes), goals, 200_000)
         if plan is None or len(plan) < min_solution:
             continue
+        level = SokobanLevel(height, width, _cells(walls, width, 1), _cells(goals, width))
+        state = SokobanState(divmod(player, width), _cells(boxes, width))
         return level, state, plan
     raise RuntimeError(
         f"could not generate a {height}x{width} level with {num_boxes} boxes in {max_tries} tries"
     )
+
+
+def _cells(numbers: Any, width: int, flag: int | None = None) -> frozenset[Cell]:
+    """Numbered cells as (row, col) pairs: of the given numbers, or, with ``flag``, of the
+    indices where a bytearray holds it."""
+    if flag is not None:
+        numbers = [i for i, v in enumerate(numbers) if v == flag]
+    return frozenset(divmod(i, width) for i in numbers)
