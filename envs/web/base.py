@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,12 @@ class Grade:
     done: bool = False
     success: bool = False
     message: str = ""
+
+
+@functools.lru_cache(maxsize=4096)
+def _click(bid: str) -> str:
+    """The click action on element ``bid`` (ids repeat on every page: rendered once each)."""
+    return render_tool_call("click", {"bid": bid})
 
 
 class WebEnv(AgentEnv):
@@ -329,7 +336,7 @@ class WebEnv(AgentEnv):
         if self._page is None:
             return None
         out = [
-            render_tool_call("click", {"bid": e["bid"]})
+            _click(e["bid"])
             for e in self._page.elements
             if not e.get("disabled") and e["role"] not in ("textbox", "combobox")
         ]

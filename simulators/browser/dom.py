@@ -7,12 +7,21 @@ attribute, ``aria-hidden`` or an inline ``display:none``. :class:`TextBrowser` d
 :class:`~agentgym.simulators.browser.site.Site` directly with the same actions the browser
 takes (click, fill, select, check, press Enter, goto, back), so a text-mode env gives the
 same observations and rewards as the browser env, at a fraction of the cost.
+
+Parsing is most of a text-mode step's cost, and pages repeat: a to-do item toggled back, a
+page revisited, the members of a GRPO group on the same task. So a parsed page (its tree,
+element ids and first observation) is kept per distinct source in a bounded, process-wide
+cache (:data:`PAGE_CACHE_SIZE` pages) and shared read-only by every :class:`TextDocument` of
+that source; what changes per document (form state, focus) lives in the document. A
+document also keeps its last observation until its form state changes.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any
@@ -72,8 +81,12 @@ def cut(text: str, n: int) -> str:
     return text[:n] + "…" if len(text) > n else text
 
 
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def q(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """``value`` as compact JSON, non-ASCII kept (``json.dumps`` with one shared encoder)."""
+    return _COMPACT_JSON.encode(value)
 
 
 @dataclass
@@ -192,6 +205,74 @@ class PageObservation:
         return cls(data["url"], data["title"], list(data["lines"]), list(data["elements"]))
 
 
+PAGE_CACHE_SIZE = 2048
+"""Distinct parsed pages kept per process (least recently used dropped first)."""
+
+
+@dataclass(frozen=True)
+class _ParsedPage:
+    """One source's parse, shared read-only by every document of that source: the tree with
+    its element ids assigned (in document order, by the first observation; which elements
+    get one depends on the tree alone, so no later observation assigns more), the form state
+    the markup sets, and the observation of that state (lines, elements)."""
+
+    root: Node
+    title: str
+    body: Node
+    by_bid: dict[str, Node]
+    next_bid: int
+    values: dict[int, str]
+    checked: dict[int, bool]
+    selected: dict[int, int]
+    lines: list[str]
+    elements: list[dict[str, Any]]
+
+
+class _PageCache:
+    """A bounded LRU of :class:`_ParsedPage` by source, safe to use from several threads."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._pages: OrderedDict[str, _ParsedPage] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, source: str) -> _ParsedPage | None:
+        with self._lock:
+            page = self._pages.get(source)
+            if page is not None:
+                self._pages.move_to_end(source)
+            return page
+
+    def put(self, source: str, page: _ParsedPage) -> None:
+        with self._lock:
+            self._pages[source] = page
+            while len(self._pages) > self.size:
+                self._pages.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._pages.clear()
+
+    def __len__(self) -> int:
+        return len(self._pages)
+
+
+PAGES = _PageCache(PAGE_CACHE_SIZE)
+"""The process's parsed pages (see the module docstring)."""
+
+_FormKey = tuple[
+    tuple[tuple[int, str], ...], tuple[tuple[int, bool], ...], tuple[tuple[int, int], ...]
+]
+
+
+def _copied(element: dict[str, Any]) -> dict[str, Any]:
+    """A caller's own copy of an observed element (its option list included)."""
+    out = dict(element)
+    if "options" in out:
+        out["options"] = list(out["options"])
+    return out
+
+
 class TextDocument:
     """A parsed page plus the form state the text browser keeps for it."""
 
@@ -199,16 +280,33 @@ class TextDocument:
         self.url = url
         self.raw_url = url
         self.source = source
+        page = PAGES.get(source)
+        if page is None:
+            page = self._parse(source)
+            PAGES.put(source, page)
+        self.root, self.title, self.body = page.root, page.title, page.body
+        self.by_bid = page.by_bid  # complete for this tree: observe() assigns no more ids
+        self.next_bid = page.next_bid
+        # live form state, initialised from the markup
+        self.values = dict(page.values)
+        self.checked = dict(page.checked)
+        self.selected = dict(page.selected)
+        self._seen: tuple[_FormKey, list[str], list[dict[str, Any]]] = (
+            self._form_key(),
+            page.lines,
+            page.elements,
+        )
+
+    def _parse(self, source: str) -> _ParsedPage:
+        """Parse ``source``, read the form state its markup sets, and observe it once (which
+        assigns the element ids); the tree is read-only from then on."""
         self.root = parse_html(source)
         title = find(self.root, "title")
         self.title = norm(title.text_content()) if title else ""
         self.body = find(self.root, "body") or self.root
         self.next_bid = 0
-        self.by_bid: dict[str, Node] = {}
-        # live form state, initialised from the markup
-        self.values: dict[int, str] = {}
-        self.checked: dict[int, bool] = {}
-        self.selected: dict[int, int] = {}
+        self.by_bid = {}
+        self.values, self.checked, self.selected = {}, {}, {}
         for node in self.root.iter():
             if node.tag == "input":
                 kind = node.attrs.get("type", "").lower()
@@ -222,6 +320,27 @@ class TextDocument:
                 opts = self.options(node)
                 pick = next((i for i, o in enumerate(opts) if "selected" in o.attrs), 0)
                 self.selected[id(node)] = pick if opts else -1
+        lines, elements = self._walk()
+        return _ParsedPage(
+            self.root,
+            self.title,
+            self.body,
+            self.by_bid,
+            self.next_bid,
+            dict(self.values),
+            dict(self.checked),
+            dict(self.selected),
+            lines,
+            elements,
+        )
+
+    def _form_key(self) -> _FormKey:
+        """Everything an observation reads that can change after parsing: the form state."""
+        return (
+            tuple(self.values.items()),
+            tuple(self.checked.items()),
+            tuple(self.selected.items()),
+        )
 
     @staticmethod
     def options(select: Node) -> list[Node]:
@@ -244,6 +363,17 @@ class TextDocument:
         return norm(node.text_content())
 
     def observe(self) -> PageObservation:
+        """What the page shows now; the caller owns the lists and dicts it gets."""
+        key = self._form_key()
+        seen_key, lines, elements = self._seen
+        if seen_key != key:
+            lines, elements = self._walk()
+            self._seen = (key, lines, elements)
+        return PageObservation(self.url, self.title, list(lines), [_copied(e) for e in elements])
+
+    def _walk(self) -> tuple[list[str], list[dict[str, Any]]]:
+        """The page's text lines and interactive elements under the current form state;
+        assigns ids, in document order, to elements that have none yet."""
         lines: list[str] = []
         elements: list[dict[str, Any]] = []
 
@@ -303,7 +433,7 @@ class TextDocument:
                     walk(ch, inside)
 
         walk(self.body, False)
-        return PageObservation(self.url, self.title, lines, elements)
+        return lines, elements
 
 
 class TextBrowser:

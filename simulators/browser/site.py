@@ -120,8 +120,9 @@ class Site:
             self.load(copy.deepcopy(state))
 
     def state_digest(self) -> str:
-        """Canonical JSON of the state (for state keys)."""
-        return json.dumps(self.snapshot_state(), sort_keys=True, separators=(",", ":"))
+        """Canonical JSON of the state (for state keys); no copy needed, as it is only read."""
+        with self.lock:
+            return json.dumps(self.dump(), sort_keys=True, separators=(",", ":"))
 
 
 def not_found(path: str) -> Response:
