@@ -305,11 +305,16 @@ class AgentEnv(gym.Env[Observation, str]):
         out = self._step(parsed)
 
         valid = parsed.valid if out.action_valid is None else bool(out.action_valid)
-        components = {name: 0.0 for name in self.reward_weights}
-        components.update({k: float(v) for k, v in out.components.items()})
+        weights = self.reward_weights
+        components = dict.fromkeys(weights, 0.0)
+        for name, value in out.components.items():
+            components[name] = float(value)
         if "format" not in out.components and "format" in components:
             components["format"] = 0.0 if valid else -1.0
-        reward = float(sum(self.reward_weights.get(k, 0.0) * v for k, v in components.items()))
+        total = 0.0  # summed in the components' order, as sum() would
+        for name, value in components.items():
+            total += weights.get(name, 0.0) * value
+        reward = float(total)
 
         terminated, truncated = bool(out.terminated), bool(out.truncated)
         text = out.text

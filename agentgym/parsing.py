@@ -420,8 +420,12 @@ def _same_tools(a: tuple[Tool, ...], b: tuple[Tool, ...]) -> bool:
 
 
 def _copy_arguments(args: dict[str, Any]) -> dict[str, Any]:
-    flat = all(not isinstance(v, dict | list) for v in args.values())
-    return dict(args) if flat else copy.deepcopy(args)
+    """A copy of ``args`` that shares nothing mutable with it: a shallow one when no value
+    is a dict or a list (the usual case, and several times cheaper than a deep copy)."""
+    for value in args.values():
+        if isinstance(value, dict | list):
+            return copy.deepcopy(args)
+    return dict(args)
 
 
 def parse_action(action: Any, tools: Sequence[Tool] = (), *, max_calls: int = 16) -> ParsedAction:

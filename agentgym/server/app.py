@@ -55,7 +55,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentgym.integrations.session import TextSession
-from agentgym.server import checks
+from agentgym.server import checks, gcpolicy
 from agentgym.server.payloads import (
     ACTION_SCHEMA,
     OBSERVATION_SCHEMA,
@@ -382,8 +382,12 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> Any:
         manager.start()
-        yield
-        await manager.stop()
+        gcpolicy.serving_started()
+        try:
+            yield
+        finally:
+            gcpolicy.serving_stopped()
+            await manager.stop()
 
     app = _ServerApp(
         ws,

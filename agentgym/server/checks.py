@@ -46,7 +46,9 @@ def parse_json(raw: str | bytes, limits: ServerLimits, what: str = "body") -> An
         ) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise _bad(f"invalid JSON in the {what}: {exc}", what, code="INVALID_JSON") from exc
-    where = too_deep(data, limits.max_json_depth)
+    where = (
+        None if _few_brackets(raw, limits.max_json_depth) else too_deep(data, limits.max_json_depth)
+    )
     if where is not None:
         field = where or what
         raise _bad(
@@ -56,6 +58,14 @@ def parse_json(raw: str | bytes, limits: ServerLimits, what: str = "body") -> An
             code="INVALID_JSON",
         )
     return data
+
+
+def _few_brackets(raw: str | bytes, limit: int) -> bool:
+    """True when ``raw`` holds at most ``limit`` opening brackets, so no value in it can be
+    nested deeper than ``limit`` (a message of a few fields skips the walk of the tree)."""
+    if isinstance(raw, str):
+        return raw.count("[") + raw.count("{") <= limit
+    return raw.count(b"[") + raw.count(b"{") <= limit
 
 
 def too_deep(data: Any, limit: int) -> str | None:
