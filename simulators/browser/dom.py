@@ -27,6 +27,7 @@ from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import unquote_plus, urlencode, urljoin, urlsplit
 
+from agentgym.simulators.browser.markup import feed_fast
 from agentgym.simulators.browser.site import Request, Site
 
 VOID = frozenset(
@@ -149,7 +150,11 @@ class _Builder(HTMLParser):
 
 
 def parse_html(source: str) -> Node:
-    """Parse a document into a small tree (enough for server-rendered pages)."""
+    """Parse a document into a small tree (enough for server-rendered pages): with the
+    fast reader for the sites' regular markup, else with ``html.parser`` (same tree)."""
+    builder = _Builder()
+    if feed_fast(source, builder):
+        return builder.root
     builder = _Builder()
     builder.feed(source)
     builder.close()
