@@ -90,7 +90,7 @@ def q(value: Any) -> str:
     return _COMPACT_JSON.encode(value)
 
 
-@dataclass
+@dataclass(slots=True)  # cached pages hold many nodes
 class Node:
     """One element (``tag`` set) or text node (``text`` set)."""
 

@@ -12,6 +12,7 @@ parses the document with ``html.parser`` instead, so any document reads as befor
 
 from __future__ import annotations
 
+import functools
 import re
 from html import unescape
 from typing import Protocol
@@ -44,7 +45,9 @@ class TagHandler(Protocol):
     def handle_data(self, data: str) -> None: ...
 
 
-def _attrs(text: str) -> list[tuple[str, str | None]]:
+@functools.lru_cache(maxsize=8192)
+def _attrs(text: str) -> tuple[tuple[str, str | None], ...]:
+    """A tag's attributes from their text (which repeats from page to page: read once)."""
     out: list[tuple[str, str | None]] = []
     for m in _ATTR.finditer(text):
         name, value = m.group(1), m.group(2)
@@ -53,7 +56,7 @@ def _attrs(text: str) -> list[tuple[str, str | None]]:
         if value:
             value = unescape(value)
         out.append((name.lower(), value))
-    return out
+    return tuple(out)
 
 
 def feed_fast(source: str, handler: TagHandler) -> bool:
@@ -85,7 +88,7 @@ def feed_fast(source: str, handler: TagHandler) -> bool:
                 return False
             pos = close + 1
             continue
-        tag, attrs = m.group(1).lower(), _attrs(m.group(2))
+        tag, attrs = m.group(1).lower(), list(_attrs(m.group(2)))
         pos = m.end()
         if m.group(3):
             handler.handle_startendtag(tag, attrs)
