@@ -106,9 +106,13 @@ class Node:
         return "".join(c.text_content() for c in self.children)
 
     def iter(self):  # type: ignore[no-untyped-def]
-        yield self
-        for c in self.children:
-            yield from c.iter()
+        """This node and every node under it, in document order (one generator, no
+        recursion: a generator per level made a walk cost depth x nodes)."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
 
     def ancestor(self, tag: str) -> Node | None:
         node = self.parent
@@ -306,14 +310,16 @@ class TextDocument:
         """Parse ``source``, read the form state its markup sets, and observe it once (which
         assigns the element ids); the tree is read-only from then on."""
         self.root = parse_html(source)
-        title = find(self.root, "title")
-        self.title = norm(title.text_content()) if title else ""
-        self.body = find(self.root, "body") or self.root
+        title = body = None
         self.next_bid = 0
         self.by_bid = {}
         self.values, self.checked, self.selected = {}, {}, {}
-        for node in self.root.iter():
-            if node.tag == "input":
+        for node in self.root.iter():  # one pass: the first title and body, the form state
+            if node.tag == "title" and title is None:
+                title = node
+            elif node.tag == "body" and body is None:
+                body = node
+            elif node.tag == "input":
                 kind = node.attrs.get("type", "").lower()
                 if kind in ("checkbox", "radio"):
                     self.checked[id(node)] = "checked" in node.attrs
@@ -325,6 +331,8 @@ class TextDocument:
                 opts = self.options(node)
                 pick = next((i for i, o in enumerate(opts) if "selected" in o.attrs), 0)
                 self.selected[id(node)] = pick if opts else -1
+        self.title = norm(title.text_content()) if title else ""
+        self.body = body or self.root
         lines, elements = self._walk()
         return _ParsedPage(
             self.root,
