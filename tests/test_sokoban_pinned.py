@@ -121,14 +121,37 @@ def test_the_raw_draw_model_holds_for_this_numpy():
     assert sokoban._raw_model_holds() is True
 
 
-def test_other_bit_generators_draw_with_numpy_calls():
-    rng = np.random.Generator(np.random.Philox(7))
-    twin = np.random.Generator(np.random.Philox(7))
-    draws = sokoban._MoveDraws(rng)
-    assert draws.raw is None
-    got = [draws.direction(), draws.uniform(), draws.direction()]
-    assert got == [int(twin.integers(4)), float(twin.random()), int(twin.integers(4))]
-    level, state, plan = generate_level(np.random.Generator(np.random.Philox(3)), 6, 6, 1)
+def _walk_with_numpy_calls(rng, is_floor, width, player, boxes, steps):
+    """The reverse play as first written: one numpy call per draw (the reference)."""
+    offsets = (-width, width, -1, 1)
+    for _ in range(steps):
+        offset = offsets[int(rng.integers(4))]
+        nxt = player + offset
+        if not is_floor[nxt] or nxt in boxes:
+            continue
+        if player - offset in boxes and rng.random() < 0.8:
+            boxes.discard(player - offset)
+            boxes.add(player)
+        player = nxt
+    return player
+
+
+@pytest.mark.parametrize("bits", [np.random.PCG64, np.random.Philox, np.random.MT19937])
+def test_the_reverse_play_draws_what_numpy_calls_draw(bits):
+    side = 8
+    is_floor = bytearray(
+        1 if 0 < i // side < side - 1 and 0 < i % side < side - 1 else 0 for i in range(side**2)
+    )
+    for seed in range(30):
+        ends = []
+        for walk in (sokoban._reverse_play, _walk_with_numpy_calls):
+            rng = np.random.Generator(bits(seed))
+            rng.choice(10, size=seed % 3 + 1, replace=False)  # may leave a 32-bit half buffered
+            boxes = {2 * side + 2, 3 * side + 4, 4 * side + 3}
+            player = walk(rng, is_floor, side, 3 * side + 3, boxes, 50)
+            ends.append((player, sorted(boxes), rng.integers(4), rng.integers(4), rng.random()))
+        assert ends[0] == ends[1]
+    level, state, plan = generate_level(np.random.Generator(bits(3)), 6, 6, 1)
     for step in plan:
         state = sokoban.move(level, state, step).state
     assert state.solved(level)

@@ -310,72 +310,100 @@ def _room(rng: np.random.Generator, height: int, width: int, wall_prob: float) -
     return sorted(best)
 
 
-class _MoveDraws:
-    """The reverse play's random draws: ``rng.integers(4)`` and ``rng.random()`` values.
+def _reverse_play(
+    rng: np.random.Generator,
+    is_floor: bytearray,
+    width: int,
+    player: int,
+    boxes: set[int],
+    steps: int,
+) -> int:
+    """Walk the player ``steps`` random steps over the floor of a grid ``width`` wide,
+    pulling the box behind it (when there is one) with probability 0.8; ``boxes`` changes in
+    place; returns where the player ends.
 
-    With numpy's PCG64 (``default_rng``) they are computed from the generator's raw 64-bit
-    outputs exactly as numpy computes them (a bounded integer takes a buffered 32-bit half,
-    a float the top 53 bits), several times cheaper than numpy's per-call argument handling;
-    :meth:`close` writes the 32-bit buffer back, so the caller's generator ends where the
-    numpy calls would have left it. Other bit generators, or a numpy whose draws differ from
-    this model (checked once, at import), get the numpy calls themselves.
+    With numpy's PCG64 (``default_rng``) the draws are computed from the generator's raw
+    outputs (:func:`_reverse_play_raw`), otherwise they are numpy's own calls; both take
+    exactly what ``rng.integers(4)`` per step and ``rng.random()`` per pull would.
     """
+    if _RAW_MODEL_HOLDS and type(rng.bit_generator) is PCG64:
+        return _reverse_play_raw(rng.bit_generator, is_floor, width, player, boxes, steps)
+    offsets = (-width, width, -1, 1)  # in the order of DIRECTIONS
+    for _ in range(steps):
+        offset = offsets[int(rng.integers(4))]
+        nxt = player + offset
+        if not is_floor[nxt] or nxt in boxes:
+            continue
+        behind = player - offset
+        if behind in boxes and rng.random() < 0.8:
+            boxes.discard(behind)
+            boxes.add(player)
+        player = nxt
+    return player
 
-    def __init__(self, rng: np.random.Generator):
-        self.rng = rng
-        bits = rng.bit_generator
-        self.raw = bits.random_raw if _RAW_MODEL_HOLDS and type(bits) is PCG64 else None
-        if self.raw is not None:
-            state = bits.state
-            self.has_half, self.half = state["has_uint32"], state["uinteger"]
 
-    def direction(self) -> int:
-        """``int(rng.integers(4))``."""
-        if self.raw is None:
-            return int(self.rng.integers(4))
-        if self.has_half:
-            self.has_half = 0
-            return self.half >> 30
-        value = self.raw()
-        self.has_half, self.half = 1, value >> 32
-        return (value & 0xFFFFFFFF) >> 30
+def _reverse_play_raw(
+    bits: PCG64, is_floor: bytearray, width: int, player: int, boxes: set[int], steps: int
+) -> int:
+    """:func:`_reverse_play`'s walk, with numpy's draws computed as numpy computes them.
 
-    def uniform(self) -> float:
-        """``rng.random()``."""
-        if self.raw is None:
-            return float(self.rng.random())
-        return (self.raw() >> 11) * _TWO_TO_MINUS_53
-
-    def close(self) -> None:
-        """Leave the generator's 32-bit buffer as the numpy calls would have."""
-        if self.raw is not None:
-            bits = self.rng.bit_generator
-            state = bits.state
-            state["has_uint32"], state["uinteger"] = self.has_half, self.half
-            bits.state = state
+    ``integers(4)`` takes the top 2 bits of a 32-bit value from the generator's buffer (the
+    low half of a fresh 64-bit output, whose high half is kept for the next one); ``random()``
+    is the top 53 bits of a fresh output. Several times cheaper than numpy's per-call
+    argument handling; the buffer is written back at the end, so the generator ends where
+    numpy's calls would have left it.
+    """
+    offsets = (-width, width, -1, 1)
+    raw = bits.random_raw
+    state = bits.state
+    has_half, half = state["has_uint32"], state["uinteger"]
+    for _ in range(steps):
+        if has_half:
+            has_half, quarter = 0, half >> 30
+        else:
+            value = raw()
+            has_half, half, quarter = 1, value >> 32, (value & 0xFFFFFFFF) >> 30
+        offset = offsets[quarter]
+        nxt = player + offset
+        if not is_floor[nxt] or nxt in boxes:
+            continue
+        behind = player - offset
+        if behind in boxes and (raw() >> 11) * _TWO_TO_MINUS_53 < 0.8:
+            boxes.discard(behind)
+            boxes.add(player)
+        player = nxt
+    state = bits.state
+    state["has_uint32"], state["uinteger"] = has_half, half
+    bits.state = state
+    return player
 
 
 _TWO_TO_MINUS_53 = 1.0 / (1 << 53)
 
 
 def _raw_model_holds() -> bool:
-    """Whether :class:`_MoveDraws`'s model of numpy's draws matches this numpy."""
+    """Whether :func:`_reverse_play_raw` takes the draws numpy's calls take, on this numpy:
+    both walks over the same open floor from the same generator state (with a 32-bit half
+    left in the buffer, as ``rng.choice`` leaves one), compared by where the player and
+    boxes end and the state each leaves the generator in."""
     global _RAW_MODEL_HOLDS
-    _RAW_MODEL_HOLDS = False
-    pattern = [0, 0, 1, 0, 1, 1, 0, 0, 0, 1, 0, 1]
-    for seed in (1, 2):
-        mine, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
-        mine.choice(20, size=2, replace=False)  # leaves a 32-bit half in the buffer
-        theirs.choice(20, size=2, replace=False)
-        wanted = [int(theirs.integers(4)) if k else float(theirs.random()) for k in pattern]
-        _RAW_MODEL_HOLDS = True
-        draws = _MoveDraws(mine)
-        got = [draws.direction() if k else draws.uniform() for k in pattern]
-        draws.close()
-        _RAW_MODEL_HOLDS = got == wanted and mine.bit_generator.state == theirs.bit_generator.state
-        if not _RAW_MODEL_HOLDS:
-            break
-    return _RAW_MODEL_HOLDS
+    side = 9
+    is_floor = bytearray(
+        1 if 0 < i // side < side - 1 and 0 < i % side < side - 1 else 0 for i in range(side * side)
+    )
+    holds = True
+    for seed in (1, 2, 3):
+        ends = []
+        for raw_model in (False, True):
+            rng = np.random.default_rng(seed)
+            rng.choice(20, size=2, replace=False)
+            boxes = {3 * side + 3, 3 * side + 5, 5 * side + 4, 4 * side + 6}
+            _RAW_MODEL_HOLDS = raw_model
+            player = _reverse_play(rng, is_floor, side, 4 * side + 4, boxes, 60)
+            ends.append((player, sorted(boxes), rng.bit_generator.state))
+        holds = holds and ends[0] == ends[1]
+    _RAW_MODEL_HOLDS = holds
+    return holds
 
 
 _RAW_MODEL_HOLDS = False
@@ -403,7 +431,6 @@ def generate_level(
     objects are built once, for the level returned; every draw from ``rng`` is the one the
     first release made, so a seed gives the same level as it always has.
     """
-    offsets = [-width, width, -1, 1]  # in the order of DIRECTIONS
     for _ in range(max_tries):
         floor = _room(rng, height, width, wall_prob)
         if len(floor) < num_boxes + 2:
@@ -415,18 +442,7 @@ def generate_level(
         for cell in floor:
             is_floor[cell] = 1
         boxes = set(goals)
-        draws = _MoveDraws(rng)
-        for _step in range(pull_steps):
-            offset = offsets[draws.direction()]
-            nxt = player + offset
-            if not is_floor[nxt] or nxt in boxes:
-                continue
-            behind = player - offset
-            if behind in boxes and draws.uniform() < 0.8:
-                boxes.discard(behind)
-                boxes.add(player)
-            player = nxt
-        draws.close()
+        player = _reverse_play(rng, is_floor, width, player, boxes, pull_steps)
         if boxes == set(goals):
             continue
         walls = bytearray(1 - f for f in is_floor)
