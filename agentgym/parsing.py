@@ -212,6 +212,9 @@ class ParsedAction:
 
 
 def _thaw(obj: Any) -> Any:
+    """``obj`` with every mapping made a fresh dict and every sequence a fresh list."""
+    if isinstance(obj, str | int | float) or obj is None:  # most values: no ABC check
+        return obj
     if isinstance(obj, Mapping):
         return {k: _thaw(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
