@@ -328,6 +328,18 @@ def _reverse_play(
     """
     if _RAW_MODEL_HOLDS and type(rng.bit_generator) is PCG64:
         return _reverse_play_raw(rng.bit_generator, is_floor, width, player, boxes, steps)
+    return _reverse_play_numpy(rng, is_floor, width, player, boxes, steps)
+
+
+def _reverse_play_numpy(
+    rng: np.random.Generator,
+    is_floor: bytearray,
+    width: int,
+    player: int,
+    boxes: set[int],
+    steps: int,
+) -> int:
+    """:func:`_reverse_play`'s walk with one numpy call per draw (any bit generator)."""
     offsets = (-width, width, -1, 1)  # in the order of DIRECTIONS
     for _ in range(steps):
         offset = offsets[int(rng.integers(4))]
@@ -386,28 +398,28 @@ def _raw_model_holds() -> bool:
     both walks over the same open floor from the same generator state (with a 32-bit half
     left in the buffer, as ``rng.choice`` leaves one), compared by where the player and
     boxes end and the state each leaves the generator in."""
-    global _RAW_MODEL_HOLDS
     side = 9
     is_floor = bytearray(
         1 if 0 < i // side < side - 1 and 0 < i % side < side - 1 else 0 for i in range(side * side)
     )
-    holds = True
     for seed in (1, 2, 3):
         ends = []
         for raw_model in (False, True):
             rng = np.random.default_rng(seed)
             rng.choice(20, size=2, replace=False)
             boxes = {3 * side + 3, 3 * side + 5, 5 * side + 4, 4 * side + 6}
-            _RAW_MODEL_HOLDS = raw_model
-            player = _reverse_play(rng, is_floor, side, 4 * side + 4, boxes, 60)
+            args = (is_floor, side, 4 * side + 4, boxes, 60)
+            if raw_model:
+                player = _reverse_play_raw(rng.bit_generator, *args)  # type: ignore[arg-type]
+            else:
+                player = _reverse_play_numpy(rng, *args)
             ends.append((player, sorted(boxes), rng.bit_generator.state))
-        holds = holds and ends[0] == ends[1]
-    _RAW_MODEL_HOLDS = holds
-    return holds
+        if ends[0] != ends[1]:
+            return False
+    return True
 
 
-_RAW_MODEL_HOLDS = False
-_raw_model_holds()
+_RAW_MODEL_HOLDS = _raw_model_holds()
 
 
 def generate_level(
