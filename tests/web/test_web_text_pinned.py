@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import gymnasium as gym
 import pytest
+from agentgym.simulators.browser.dom import PAGES
 
 import agentgym  # noqa: F401
 from agentgym.parsing import render_tool_call
@@ -89,3 +91,13 @@ def _episodes_digest(env_id: str) -> str:
 @pytest.mark.parametrize("env_id", sorted(PINNED))
 def test_text_mode_observations_are_pinned(env_id: str) -> None:
     assert _episodes_digest(env_id) == PINNED[env_id], env_id
+
+
+def test_envs_on_threads_sharing_the_page_cache_see_what_one_alone_sees() -> None:
+    """Four threads play the same episodes at once over one page cache (same seeds, so the
+    same pages, shared): each gets the pinned digest."""
+    PAGES.clear()
+    env_id = "agentgym/WebTodoText-v0"
+    with ThreadPoolExecutor(4) as pool:
+        digests = list(pool.map(_episodes_digest, [env_id] * 4))
+    assert digests == [PINNED[env_id]] * 4
