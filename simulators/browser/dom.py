@@ -283,7 +283,8 @@ def _copied(element: dict[str, Any]) -> dict[str, Any]:
 
 
 class TextDocument:
-    """A parsed page plus the form state the text browser keeps for it."""
+    """A parsed page plus the form state the text browser keeps for it. Its elements have
+    their ids from the start (given out in document order, as the browser does on load)."""
 
     def __init__(self, url: str, source: str):
         self.url = url
@@ -489,7 +490,6 @@ class TextBrowser:
             self.history.append(self.doc.raw_url)
         self.doc = TextDocument(display_url(url), response.html)
         self.doc.raw_url = url
-        self.doc.observe()  # assign ids in document order, as the browser does on load
         self.focus = None
         return None
 
@@ -536,7 +536,6 @@ class TextBrowser:
         url, raw_url, source, form, focus = state["doc"]
         doc = TextDocument(url, source)
         doc.raw_url = raw_url
-        doc.observe()
         for bid, (kind, value) in form.items():
             node = doc.by_bid.get(bid)
             if node is None:
