@@ -12,7 +12,8 @@ least one app runs:
 
 When the last running app stops, the previous thresholds come back and the frozen objects
 are handed back to the collector, so a process that served in a thread (tests, notebooks)
-ends as it began. Thresholds already set higher by the user are kept.
+ends as it began. Thresholds already set higher by the user are kept, and a process that
+froze objects itself (a pre-fork server) keeps its own freeze, untouched.
 """
 
 from __future__ import annotations
@@ -26,17 +27,20 @@ YOUNG_THRESHOLD = 10_000
 _lock = threading.Lock()
 _running = 0
 _saved: tuple[int, ...] | None = None
+_we_froze = False  # False when the process had frozen objects of its own: left as they are
 
 
 def serving_started() -> None:
     """An app starts serving: the first one applies the serving settings."""
-    global _running, _saved
+    global _running, _saved, _we_froze
     with _lock:
         _running += 1
         if _running > 1:
             return
         _saved = gc.get_threshold()
-        gc.freeze()
+        _we_froze = gc.get_freeze_count() == 0
+        if _we_froze:
+            gc.freeze()
         if _saved[0] < YOUNG_THRESHOLD:
             gc.set_threshold(YOUNG_THRESHOLD, *_saved[1:])
 
@@ -51,5 +55,6 @@ def serving_stopped() -> None:
         if _running or _saved is None:
             return
         gc.set_threshold(*_saved)
-        gc.unfreeze()
+        if _we_froze:
+            gc.unfreeze()
         _saved = None

@@ -59,6 +59,15 @@ def test_a_higher_threshold_set_by_the_user_is_kept(restored_gc):
     assert gc.get_threshold() == (50_000, 5, 5)
 
 
+def test_a_freeze_made_by_the_process_itself_is_left_alone(restored_gc):
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    gcpolicy.serving_started()
+    assert gc.get_freeze_count() == frozen  # nothing of ours added to it
+    gcpolicy.serving_stopped()
+    assert gc.get_freeze_count() == frozen  # and not thawed when serving ends
+
+
 def test_an_app_applies_the_settings_for_its_lifespan(restored_gc):
     gc.set_threshold(700, 10, 10)
     with TestClient(create_app("agentgym/Sokoban-Tiny-v0")) as client:
