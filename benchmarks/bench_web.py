@@ -10,6 +10,14 @@ Measured in one run on the same machine and the same Debian Chromium:
   and with ``slow_mo=0, pre_observation_delay=0.0``, in rounds alternating with agentgym's
   session on that page, with and without a PNG screenshot per step (BrowserGym returns one
   every step, so the screenshot row is the like-for-like comparison).
+
+Setting up the peer (offline apart from PyPI; Playwright's own browser download does not
+work here, so its Chromium 1117 path is pointed at Debian's binary)::
+
+    python -m venv /tmp/bgym-venv
+    /tmp/bgym-venv/bin/pip install browsergym-core playwright==1.44.0
+    mkdir -p ~/.cache/ms-playwright/chromium-1117/chrome-linux
+    ln -sf /usr/lib/chromium/chromium ~/.cache/ms-playwright/chromium-1117/chrome-linux/chrome
 """
 
 from __future__ import annotations
