@@ -19,6 +19,7 @@ from agentgym.cli.args import (
     check_env_args,
     json_object,
     non_negative_int,
+    pin_data_files,
     positive_int,
     progress_wanted,
 )
@@ -114,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
     if args.split:
         env_kwargs["split"] = args.split
     record = check_env_args(args.env_id, env_kwargs, "run")
+    if args.record and env_kwargs:  # a recording names the user's data files by digest
+        env_kwargs = pin_data_files(record.id, env_kwargs)
     summaries = play_and_maybe_record(
         record.id,
         args.policy,

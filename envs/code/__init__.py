@@ -23,5 +23,6 @@ register(
     "agentgym/CodeTests-v0",
     "agentgym.envs.code.codetests:CodeTestsEnv",
     family="code",
-    description="write a Python function; run public tests; graded on hidden unit tests",
+    description="write a Python function; run public tests; graded on hidden unit tests "
+    "(112 shipped tasks, or your HumanEval/MBPP file: tasks=)",
 )

@@ -2,6 +2,8 @@
 
 =================  ===========================================================
 id                 ``agentgym/CodeTests-v0``
+data               112 shipped tasks (default), or your HumanEval or MBPP file
+                   (``tasks=``; see docs/own-data.md)
 action             ``python``, ``run_tests`` and ``submit`` tool calls
 observation        text: the task at reset, then each tool's output or test report
 turn budget        10 turns, then truncated
@@ -34,6 +36,20 @@ Tasks
     ``python -m agentgym.envs.code.build_tasks``), each with 3 public and 10 hidden tests
     and a reference solution; 90 train, 22 test.
 
+Your own data
+    ``gym.make("agentgym/CodeTests-v0", tasks=PATH)`` reads HumanEval's JSONL (``.gz``
+    too) or MBPP's (full or sanitized). Public tests: HumanEval's doctest examples (those
+    the canonical solution satisfies), MBPP's first assert. ``submit`` is graded on
+    HumanEval's ``check`` / every MBPP assert: each assert that runs is one test. Grading
+    stays out of band (:mod:`agentgym.simulators.sandbox.programs`): the tests run against
+    the reference solution once to record the calls they make; the submission's function
+    is called on those calls in its own jailed run; the tests then run again, in a run
+    without the submission's code, on the values it returned. Tasks whose reference fails
+    its own tests are skipped and counted (``env.unwrapped.data.skipped``). Task ids are
+    the file's ``task_id``; the file is one split, the one named by ``split=``.
+    ``info["data"]`` names the file and its SHA-256; ``tasks_sha256=`` makes the env
+    refuse another file.
+
 Version History
     * v0: first release.
 """
@@ -44,12 +60,15 @@ import functools
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 from agentgym.envs.code.base import PYTHON_TOOL, SessionEnv, describe
-from agentgym.simulators.sandbox import SandboxPool, values_equal
+from agentgym.envs.code.filetasks import GradedTask, TaskSet, load_task_set
+from agentgym.simulators.sandbox import ExecResult, SandboxPool, values_equal
+from agentgym.simulators.sandbox.programs import grade_program
 
-from agentgym.core import ResetOutcome, StepOutcome
+from agentgym.core import BaseOptions, ResetOutcome, StepOutcome
+from agentgym.error import InvalidConfigError
 from agentgym.parsing import ParsedAction, Tool, render_tool_call
 
 TASKS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tasks.jsonl")
@@ -109,35 +128,55 @@ class CodeTestsEnv(SessionEnv):
         pool: SandboxPool | None = None,
         cell_timeout: float = 10.0,
         test_timeout: float = 10.0,
-        split: str = "train",
-        reward_weights: Mapping[str, float] | None = None,
-        max_turns: int | None = None,
-        render_mode: str | None = None,
+        tasks: str | None = None,
+        tasks_sha256: str | None = None,
+        cache_dir: str | None = None,
+        **base: Unpack[BaseOptions],
     ):
-        super().__init__(
-            pool=pool,
-            cell_timeout=cell_timeout,
-            split=split,
-            reward_weights=reward_weights,
-            max_turns=max_turns,
-            render_mode=render_mode,
-        )
+        super().__init__(pool=pool, cell_timeout=cell_timeout, **base)
         self.test_timeout = float(test_timeout)
-        tasks = load_tasks()
+        self._task: dict[str, Any] | None = None
+        #: A user's HumanEval/MBPP tasks (``tasks=``); None for the shipped set.
+        self.data: TaskSet | None = None
+        self._graded: GradedTask | None = None
+        if tasks is not None:
+            self.data = load_task_set(
+                tasks, self.pool, timeout=self.test_timeout, cache_dir=cache_dir
+            )
+            if tasks_sha256 is not None and tasks_sha256.lower() != self.data.sha256:
+                raise InvalidConfigError(
+                    f"tasks={tasks!r} has sha256 {self.data.sha256}, but tasks_sha256="
+                    f"{tasks_sha256!r} was asked for (a recording names the file its episodes "
+                    "were played on): this is a different file. Pass the original file, or "
+                    "drop the digest to use this one."
+                )
+            # a file is one task set: the split it was opened as (the other names hold nothing)
+            object.__setattr__(self, "splits", (self.split,))
+            self._ids = {self.split: tuple(self.data.tasks)}
+            return
+        if tasks_sha256 is not None:
+            raise InvalidConfigError("tasks_sha256= goes with tasks= (a task file).")
+        shipped = load_tasks()
         self._ids = {
-            s: tuple(sorted(t for t, task in tasks.items() if task["split"] == s))
+            s: tuple(sorted(t for t, task in shipped.items() if task["split"] == s))
             for s in ("train", "test")
         }
-        self._task: dict[str, Any] | None = None
 
     def task_ids(self, split: str | None = None) -> Sequence[str]:
-        return self._ids[split or self.split]
+        return self._ids.get(split or self.split, ())
+
+    def data_digests(self) -> dict[str, str]:
+        """The keyword arguments that pin the task file (``tasks_sha256=...``): passed back
+        to the env, they make it refuse a different file. Empty for the shipped tasks."""
+        return {} if self.data is None else {"tasks_sha256": self.data.sha256}
 
     @property
     def tools(self) -> Sequence[Tool]:
         return (PYTHON_TOOL, RUN_TESTS_TOOL, SUBMIT_TOOL)
 
     def _reset(self, task_id: str, options: Mapping[str, Any]) -> ResetOutcome:
+        if self.data is not None:
+            return self._reset_file(task_id)
         self._task = load_tasks()[task_id]
         self._new_session()
         fn = self._task["entry_point"]
@@ -151,6 +190,56 @@ class CodeTestsEnv(SessionEnv):
             f"Your submission is graded on {len(self._task['hidden_tests'])} hidden tests."
         )
         return ResetOutcome(text=text, instruction=instruction, system_prompt=SYSTEM_PROMPT)
+
+    def _reset_file(self, task_id: str) -> ResetOutcome:
+        assert self.data is not None
+        graded = self._graded = self.data.tasks[task_id]
+        self._new_session()
+        task = graded.task
+        if task.format == "humaneval":
+            instruction = (
+                f"Complete the Python function `{task.entry_point}` below and submit its full "
+                f"source (imports and helper functions included):\n{task.instruction.rstrip()}"
+            )
+        else:
+            instruction = f"{task.instruction.strip()} Name the function `{task.entry_point}`."
+        shown = graded.shown_tests()
+        tests = "\n".join(f"  {t}" for t in shown) if shown else "  (none)"
+        text = (
+            f"{instruction}\nPublic tests:\n{tests}\nYour submission is graded on "
+            f"{graded.hidden_total} hidden test assertions."
+        )
+        info = {"data": self.data.source()}
+        return ResetOutcome(
+            text=text, instruction=instruction, system_prompt=SYSTEM_PROMPT, info=info
+        )
+
+    def _grade_file(self, code: str, hidden: bool) -> tuple[list[bool], list[str], ExecResult]:
+        """Grade ``code`` on the task's public or hidden test program, out of band."""
+        g = self._graded
+        assert g is not None
+        program, ref = (g.hidden, g.hidden_ref) if hidden else (g.public, g.public_ref)
+        if program is None or ref is None:
+            return [], ["(this task has no public tests)"], ExecResult(status="ok")
+        report = grade_program(
+            self.pool,
+            code,
+            solution=g.task.solution,
+            entry=g.task.entry_point,
+            program=program,
+            reference=ref,
+            timeout=self.test_timeout,
+            counted=None if hidden else g.public_kept,
+        )
+        passed = [True] * report.passed + [False] * (report.total - report.passed)
+        return passed, list(report.lines), report.run
+
+    def _run_suite(self, code: str, hidden: bool) -> tuple[list[bool], list[str], Any]:
+        """The public or hidden tests of the current task, shipped or from a user's file."""
+        if self.data is not None:
+            return self._grade_file(code, hidden)
+        assert self._task is not None
+        return self._grade(code, self._task["hidden_tests" if hidden else "public_tests"])
 
     def _grade(self, code: str, tests: list[dict[str, Any]]) -> tuple[list[bool], list[str], Any]:
         assert self._task is not None
@@ -175,7 +264,7 @@ class CodeTestsEnv(SessionEnv):
         return passed, lines, run
 
     def _step(self, action: ParsedAction) -> StepOutcome:
-        assert self._task is not None
+        assert self._task is not None or self._graded is not None
         parts: list[str] = []
         if not action.valid:
             parts.append("Invalid action: " + action.error_text())
@@ -197,7 +286,7 @@ class CodeTestsEnv(SessionEnv):
                 tool_ok = (tool_ok is not False) and result.ok
                 parts.append("[python]\n" + describe(result))
             elif call.name == "run_tests":
-                passed, lines, run = self._grade(code, self._task["public_tests"])
+                passed, lines, run = self._run_suite(code, hidden=False)
                 tool_ok = (tool_ok is not False) and run.status == "ok"
                 report = "\n".join(lines)
                 extra = "" if run.status == "ok" else f"\n(run status: {run.status})"
@@ -207,7 +296,7 @@ class CodeTestsEnv(SessionEnv):
                     + (f"\nOutput:\n{out}" if out.strip() else "")
                 )
             elif call.name == "submit":
-                passed, _, run = self._grade(code, self._task["hidden_tests"])
+                passed, _, run = self._run_suite(code, hidden=True)
                 frac = sum(passed) / len(passed)
                 parts.append(f"[submit] {sum(passed)}/{len(passed)} hidden tests passed.")
                 comps = {"outcome": frac}
@@ -224,14 +313,20 @@ class CodeTestsEnv(SessionEnv):
         return StepOutcome(text="\n".join(parts), components=comps)
 
     def state_key(self) -> str:
-        if self._task is None or self._task_id is None:
+        if (self._task is None and self._graded is None) or self._task_id is None:
             return ""
         return self.key_of(self._task_id, self.session_digest())
 
     def oracle_action(self) -> str:
         """Submit the reference solution."""
+        if self.data is not None:
+            assert self._graded is not None
+            return render_tool_call("submit", {"code": self._graded.task.solution})
         assert self._task is not None
         return render_tool_call("submit", {"code": self._task["solution"]})
 
     def _restore_extra(self, task_id: str, extra: Any) -> None:
+        if self.data is not None:
+            self._graded = self.data.tasks[task_id]
+            return
         self._task = load_tasks()[task_id]

@@ -7,5 +7,6 @@ register(
     "agentgym.envs.search.searchqa:SearchQAEnv",
     family="search",
     description="multi-hop QA (bridge, comparison, 3-4 hops) with BM25 search over a generated "
-    "encyclopedia; answer scored by exact match and F1",
+    "encyclopedia, or your HotpotQA/2Wiki/MuSiQue/FlashRAG files (questions=, corpus=); "
+    "answer scored by exact match and F1",
 )

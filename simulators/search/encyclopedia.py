@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from agentgym.simulators.search.articles import Article, Passage, write_articles
+from agentgym.simulators.search.ranking import top_k
 from agentgym.simulators.search.world import World, build_world
 
 from agentgym.error import DependencyMissingError
@@ -114,7 +115,7 @@ class Encyclopedia:
         try:
             import bm25s
         except ImportError as exc:
-            raise DependencyMissingError("bm25s", "pip install 'agentgym[search]'") from exc
+            raise DependencyMissingError("bm25s", "pip install 'agentgym-suite[search]'") from exc
 
         self.world = world
         self.articles: list[Article] = write_articles(world)
@@ -137,9 +138,7 @@ class Encyclopedia:
         if not known or k < 1:
             return []
         scores = np.asarray(self._retriever.get_scores(known), dtype=np.float64)
-        top = np.argpartition(-scores, min(k, len(scores) - 1))[: k + 1]
-        order = sorted((int(i) for i in top), key=lambda i: (-scores[i], i))[:k]
-        return [self.passages[i] for i in order if scores[i] > 0]
+        return [self.passages[int(i)] for i in top_k(scores, k)]
 
     def open(self, title: str) -> Lookup:
         """The article titled ``title`` (leniently matched), else the titles it could mean."""
