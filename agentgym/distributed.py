@@ -81,7 +81,7 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError as exc:  # pragma: no cover - ray is in the test environment
-        raise DependencyMissingError("ray", "pip install 'agentgym[ray]'") from exc
+        raise DependencyMissingError("ray", "pip install 'agentgym-suite[ray]'") from exc
     return ray
 
 

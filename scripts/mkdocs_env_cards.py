@@ -30,6 +30,7 @@ from mkdocs_rst import rst_inline_to_markdown as _inline
 FAMILY_TITLES = {
     "games": "Games",
     "code": "Code",
+    "repo": "Repositories",
     "household": "Household",
     "search": "Search",
     "users": "Simulated users",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install agentgym and everything it needs on a fresh Debian 12 machine, as root.
 #
-#   bash scripts/setup.sh          # runtime: system packages + agentgym[all]
+#   bash scripts/setup.sh          # runtime: system packages + agentgym-suite[all]
 #   bash scripts/setup.sh --dev    # the same + test and lint tools
 #
 # System packages: Chromium (web envs, viewer tests), tesseract (OCR tool of the visual envs),
@@ -28,6 +28,22 @@ fi
 if ! "$PYTHON" -c "import torch" 2>/dev/null; then
   echo "[setup] pip install torch==2.13.0 (CPU build)"
   "$PYTHON" -m pip install -q --disable-pip-version-check "${AGENTGYM_TORCH_SPEC:-torch==2.13.0}"
+fi
+
+# The distribution was called "agentgym" before it became "agentgym-suite" (that name on the
+# package index is another project's). An editable install of this checkout under the old
+# name would keep its console script and finder: remove it first.
+if "$PYTHON" - "$PWD" <<'PY'
+import importlib.metadata as md, json, sys
+try:
+    url = json.loads(md.distribution("agentgym").read_text("direct_url.json") or "{}").get("url")
+except md.PackageNotFoundError:
+    sys.exit(1)
+sys.exit(0 if url == "file://" + sys.argv[1] else 1)
+PY
+then
+  echo "[setup] pip uninstall agentgym (this checkout's install under the old name)"
+  "$PYTHON" -m pip uninstall -y -q --root-user-action=ignore agentgym
 fi
 
 echo "[setup] pip install -e .[$extras]"

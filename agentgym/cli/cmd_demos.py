@@ -33,6 +33,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=0.2,
         help="chance of a random admissible action at each step (default 0.2)",
     )
+    p.add_argument(
+        "--demonstrator",
+        default="oracle",
+        choices=["oracle", "observer"],
+        help="oracle: the env's privileged oracle; observer: the observation-only "
+        "demonstrator (Household-v0 explorer, SearchQA-v0 reader)",
+    )
     p.add_argument("--seed", type=int, default=0, help="episode k is reset with seed+k")
     p.add_argument("--num-envs", type=int, default=8, help="envs stepped concurrently")
     p.add_argument("--env-kwargs", default="{}", help="JSON dict passed to gym.make")
@@ -57,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         env_kwargs=json_object(args.env_kwargs),
         num_envs=args.num_envs,
         progress=progress_wanted(args.quiet),
+        demonstrator=args.demonstrator,
     )
     print(
         f"recorded {stats.episodes} episodes ({stats.steps} steps, success {stats.success:.2f}) "

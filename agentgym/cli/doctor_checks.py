@@ -48,9 +48,11 @@ def _bubblewrap() -> Part:
 
 
 def _chromium() -> Part:
-    from agentgym.simulators.browser.runtime import find_chromium
-
     fix = "apt-get install chromium   (or set AGENTGYM_CHROMIUM=/path/to/chromium)"
+    try:
+        from agentgym.simulators.browser.runtime import find_chromium
+    except ImportError as exc:  # the web extra is missing: the web packages part says so
+        return Part("chromium", ("web",), False, f"cannot look for it ({exc})", fix)
     try:
         path = find_chromium()
         out = subprocess.run(
@@ -64,7 +66,7 @@ def _chromium() -> Part:
 
 
 def _playwright() -> Part:
-    fix = "pip install 'agentgym[web]'   (Playwright drives the system Chromium; no download)"
+    fix = "pip install 'agentgym-suite[web]'   (Playwright drives the system Chromium; no download)"
     if importlib.util.find_spec("playwright") is None:
         return Part("playwright", ("web",), False, "the Python package is not installed", fix)
     from importlib.metadata import version
@@ -95,7 +97,7 @@ def _fonts() -> Part:
 def _tesseract() -> Part:
     from agentgym.simulators.visual.ocr import OcrError, tesseract_version
 
-    fix = "apt-get install tesseract-ocr tesseract-ocr-eng; pip install 'agentgym[visual]'"
+    fix = "apt-get install tesseract-ocr tesseract-ocr-eng; pip install 'agentgym-suite[visual]'"
     try:
         with warnings.catch_warnings():  # the doctor reports it below; no second warning
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -116,26 +118,69 @@ def _torch() -> Part:
     return Part("torch", ("train",), True, f"torch {torch.__version__}, {where}", fix)
 
 
-CHECKS: tuple[Callable[[], Part], ...] = (
+#: The Python modules a family imports beyond the core install, and the extra that has them.
+FAMILY_MODULES: dict[str, tuple[tuple[str, ...], str]] = {
+    "code": (("sympy", "pyseccomp"), "code"),
+    "search": (("bm25s",), "search"),
+    "visual": (("pytesseract",), "visual"),
+    "web": (("starlette", "uvicorn", "bm25s", "rapidfuzz"), "web"),
+}
+
+
+def _packages() -> list[Part]:
+    """One part per family with Python packages beyond the core install."""
+    parts = []
+    for family, (modules, extra) in FAMILY_MODULES.items():
+        fix = f"pip install 'agentgym-suite[{extra}]'"
+        missing = [m for m in modules if importlib.util.find_spec(m) is None]
+        detail = f"not installed: {', '.join(missing)}" if missing else ", ".join(modules)
+        parts.append(Part(f"{family} packages", (family,), not missing, detail, fix))
+    return parts
+
+
+def _sandbox() -> Part:
+    """Whether the code sandbox can isolate code here (its required layers)."""
+    from agentgym.simulators.sandbox.layers import REQUIRED, detect_layers
+
+    fix = "run as root with bubblewrap and pyseccomp (`agentgym doctor` lists every layer)"
+    layers = detect_layers()
+    missing = [name for name in REQUIRED if not layers[name].active]
+    if missing:
+        return Part("sandbox", ("code", "repo"), False, f"missing {', '.join(missing)}", fix)
+    return Part("sandbox", ("code", "repo"), True, "every required layer is active", fix)
+
+
+CHECKS: tuple[Callable[[], Part | list[Part]], ...] = (
     _bubblewrap,
+    _sandbox,
     _chromium,
     _playwright,
     _fonts,
     _tesseract,
+    _packages,
     _torch,
 )
 
 
-def check_parts() -> list[Part]:
-    """Run every check; a check that itself fails reports its part as missing."""
-    parts = []
+def check_parts(skip: tuple[str, ...] = ()) -> list[Part]:
+    """Run every check (but those named in ``skip``, e.g. ``("torch",)``); a check that
+    itself fails reports its part as missing."""
+    parts: list[Part] = []
     for check in CHECKS:
         name = check.__name__.lstrip("_")
+        if name in skip:
+            continue
         try:
-            parts.append(check())
+            found = check()
         except Exception as exc:  # the doctor must work on a broken machine
-            parts.append(Part(name, ("?",), False, f"{type(exc).__name__}: {exc}", "see above"))
+            found = Part(name, ("?",), False, f"{type(exc).__name__}: {exc}", "see above")
+        parts.extend(found if isinstance(found, list) else [found])
     return parts
+
+
+def missing_for(family: str, parts: list[Part]) -> list[Part]:
+    """The parts ``family`` needs that are missing here."""
+    return [p for p in parts if not p.ok and family in p.families]
 
 
 def environment_notes() -> list[str]:

@@ -14,7 +14,10 @@ TRL forwards only tool calls to the environment, so an env whose episode ends wi
 default: the model calls ``answer(answer=...)`` and the outcome reward is earned. The env's
 own wording ("reply with <answer>...</answer>") would send a model that follows it to text
 TRL never forwards (format reward only, and no hint why), so every text this class returns
-asks for the tool instead (:func:`tool_only_text`). Images:
+asks for the tool instead (:func:`tool_only_text`). A model that answers in text anyway is
+not lost silently: a rollout TRL scores before its episode ended is counted in the class's
+``rollout_stats`` and warned about once, and :func:`forward_text_answers`, listed in
+``reward_funcs``, hands such a final ``<answer>`` to the env and logs how often it did. Images:
 with ``images=False`` (default, for text-only models) the task and tool results are text,
 with a note where images were left out; with ``images=True`` (a vision-language model) they
 are TRL's multimodal content parts with ``PIL`` images. Never base64 text.
@@ -40,38 +43,39 @@ import inspect
 import keyword
 import re
 import typing
+import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from agentgym.error import InvalidConfigError
-from agentgym.integrations.session import Message, TextSession, messages_text, release_with
-from agentgym.parsing import ANSWER_TOOL_NOTE, render_tool_call
-
-__all__ = ["TOOL_ONLY_ANSWER_NOTE", "environment_class", "seed_dataset", "tool_only_text"]
-
-TOOL_ONLY_ANSWER_NOTE = (
-    "Only tool calls reach the environment here: give the final answer by calling the "
-    '`answer` tool, answer(answer="..."), which ends the episode. Text outside a tool call '
-    "is not read."
+from agentgym.integrations.session import (
+    TOOL_ONLY_ANSWER_NOTE,
+    Message,
+    TextSession,
+    message_text,
+    messages_text,
+    release_with,
+    tool_only_messages,
+    tool_only_text,
 )
-"""What replaces the env's "you may also call the answer tool" line under TRL."""
+from agentgym.parsing import render_answer, render_tool_call
+
+__all__ = [
+    "TEXT_ANSWER_METRIC",
+    "TOOL_ONLY_ANSWER_NOTE",
+    "RolloutStats",
+    "environment_class",
+    "forward_text_answers",
+    "seed_dataset",
+    "tool_only_text",
+]
+
+#: The metric :func:`forward_text_answers` logs: the share of scored rollouts whose final
+#: text held an ``<answer>`` that TRL never forwarded (and the adapter then did).
+TEXT_ANSWER_METRIC = "agentgym/text_answers"
 
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
-
-
-def tool_only_text(text: str) -> str:
-    """Env text reworded for a trainer that forwards only tool calls.
-
-    The answer-tool note becomes :data:`TOOL_ONLY_ANSWER_NOTE` and every
-    ``<answer>X</answer>`` the env shows as the way to answer becomes the call
-    ``answer(answer="X")``.
-
-    Example:
-        >>> tool_only_text("Then reply with <answer>...</answer>, e.g. <answer>12</answer>.")
-        'Then reply with answer(answer="..."), e.g. answer(answer="12").'
-    """
-    text = text.replace(ANSWER_TOOL_NOTE, TOOL_ONLY_ANSWER_NOTE)
-    return _ANSWER_TAG.sub(lambda m: f'answer(answer="{m.group(1)}")', text)
 
 
 _JSON_TO_PY: dict[str, Any] = {
@@ -139,25 +143,6 @@ def _tool_method(tool: dict[str, Any]) -> Any:
     return method
 
 
-def _tool_only(messages: list[Message]) -> list[Message]:
-    """``messages`` with every text reworded by :func:`tool_only_text`."""
-    out: list[Message] = []
-    for m in messages:
-        content = m.get("content")
-        if isinstance(content, str):
-            m = {**m, "content": tool_only_text(content)}
-        elif isinstance(content, list):
-            parts = [
-                {**p, "text": tool_only_text(p["text"])}
-                if isinstance(p, dict) and isinstance(p.get("text"), str)
-                else p
-                for p in content
-            ]
-            m = {**m, "content": parts}
-        out.append(m)
-    return out
-
-
 def _content(messages: list[Message], images: bool) -> str | list[dict[str, Any]]:
     """Messages as one tool result / prompt addition: text, or TRL content parts."""
     if not images or all(isinstance(m.get("content"), str) for m in messages):
@@ -171,6 +156,87 @@ def _content(messages: list[Message], images: bool) -> str | list[dict[str, Any]
             continue
         parts.extend(p for p in content or [] if isinstance(p, dict))
     return parts
+
+
+@dataclass
+class RolloutStats:
+    """What one environment class saw of TRL's rollouts (its ``rollout_stats`` attribute).
+
+    ``unfinished`` counts rollouts TRL scored before their episode ended: the model stopped
+    calling tools (an answer written as ``<answer>...</answer>`` text is never forwarded by
+    TRL, so its outcome is lost) or a length or tool-call limit cut the rollout.
+    ``text_answers`` counts the text answers :func:`forward_text_answers` forwarded.
+    """
+
+    scored: int = 0
+    unfinished: int = 0
+    text_answers: int = 0
+    warned: bool = False
+
+
+def _count_scored(env: Any) -> None:
+    """Count a scored rollout; warn once per class when one had not ended."""
+    stats: RolloutStats = type(env).rollout_stats
+    stats.scored += 1
+    if env._session.done:
+        return
+    stats.unfinished += 1
+    if stats.warned:
+        return
+    stats.warned = True
+    warnings.warn(
+        f"{type(env).__name__} ({env.env_id}): TRL scored a rollout whose episode had not "
+        "ended: the model stopped calling tools, or a length or tool-call limit cut it. TRL "
+        "forwards only tool calls, so an answer written as <answer>...</answer> text never "
+        "reaches the env and its outcome is lost; the prompt asks for the answer tool. "
+        f"{type(env).__name__}.rollout_stats counts these rollouts; add "
+        "agentgym.integrations.trl.forward_text_answers to reward_funcs to forward text "
+        f"answers and log their share as {TEXT_ANSWER_METRIC!r}. (Warned once per class.)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+
+
+def _final_text(completion: Any) -> str:
+    """The text of a TRL completion's last assistant message (or the completion string)."""
+    if isinstance(completion, str):
+        return completion
+    messages = [m for m in completion or [] if isinstance(m, dict)]
+    last = next((m for m in reversed(messages) if m.get("role", "assistant") == "assistant"), None)
+    return message_text(last) if last is not None else ""
+
+
+def forward_text_answers(
+    completions: Sequence[Any],
+    environments: Sequence[Any] | None = None,
+    log_metric: Any = None,
+    **kwargs: Any,
+) -> list[float]:
+    """TRL reward function: give the env an answer the model wrote as text in its last turn.
+
+    TRL forwards only tool calls, so a final ``<answer>X</answer>`` in text never reaches an
+    agentgym environment object. List this function in ``GRPOTrainer(reward_funcs=[...])``
+    (before TRL appends the env's own ``get_reward``): for every rollout whose episode is
+    still running and whose last assistant message holds an ``<answer>``, it steps the env
+    with that answer (the last one), so the env's ``get_reward`` includes the outcome. It
+    adds no reward itself (0.0 each) and logs the share of rollouts it forwarded as
+    :data:`TEXT_ANSWER_METRIC` through TRL's ``log_metric``.
+    """
+    envs: list[Any] = list(environments) if environments is not None else [None] * len(completions)
+    forwarded = 0
+    for completion, env in zip(completions, envs):
+        session = getattr(env, "_session", None)
+        if session is None or session.done or not getattr(env, "answer_tool", False):
+            continue
+        answers = _ANSWER_TAG.findall(_final_text(completion))
+        if not answers:
+            continue
+        session.step(render_answer(answers[-1]))
+        type(env).rollout_stats.text_answers += 1
+        forwarded += 1
+    if log_metric is not None and completions:
+        log_metric(TEXT_ANSWER_METRIC, forwarded / len(completions))
+    return [0.0] * len(completions)
 
 
 def environment_class(
@@ -229,10 +295,11 @@ def environment_class(
         return _content(self._reworded(start.messages), images)
 
     def _reworded(self: Any, messages: list[Message]) -> list[Message]:
-        return _tool_only(messages) if offers_answer else messages
+        return tool_only_messages(messages) if offers_answer else messages
 
     def get_reward(self: Any) -> float:
-        """The summed env reward of the episode so far."""
+        """The summed env reward of the episode so far (TRL calls it once per rollout)."""
+        _count_scored(self)
         return float(self._session.total_reward)
 
     def _call_tool(self: Any, name: str, arguments: dict[str, Any]) -> Any:
@@ -255,6 +322,7 @@ def environment_class(
         "env_id": env_id,
         "answer_tool": offers_answer,
         "images": images,
+        "rollout_stats": RolloutStats(),
         "__doc__": f"TRL environment over agentgym env {env_id}.",
     }
     for tool in tools:

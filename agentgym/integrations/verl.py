@@ -12,8 +12,10 @@ Two ways in, both over :class:`~agentgym.integrations.session.TextSession`:
   ``<tool_call>`` special token keeps its tags) and the chat is text-only (images become a
   note); see :mod:`agentgym.integrations.tokens`. Requires verl (import it from this module
   only when verl is installed: ``from agentgym.integrations.verl import AgentGymAgentLoop``).
-* :class:`AgentGymInteraction` — verl's older ``BaseInteraction`` form (multi-turn
-  SGLang rollouts up to verl 0.5): ``start_interaction`` resets the env,
+* :class:`AgentGymInteraction` — verl's older ``BaseInteraction`` form (the multi-turn
+  SGLang rollout of verl 0.5 and 0.6; its reward reaches the loss only from 0.6, whose
+  stock reward managers pass the turn rewards to :func:`compute_score`; tested on 0.6.1,
+  and on 0.5.0, where ``compute_score`` says why it cannot): ``start_interaction`` resets the env,
   ``generate_response`` steps it with the last assistant message and returns
   ``(done, reply, reward, info)``; the env is closed when its episode ends, because verl
   0.5's rollout never calls ``finalize_interaction``, and an episode the rollout cut short
@@ -27,7 +29,9 @@ See docs/integrations/verl.md for the verl config that selects the loop.
 
 from __future__ import annotations
 
+import importlib.metadata as md
 import math
+import re
 import time
 import uuid
 from collections import OrderedDict
@@ -354,10 +358,11 @@ def compute_score(
 ) -> float:
     """verl reward function for the interaction form: the episode's summed env rewards.
 
-    verl 0.5's SGLang rollout keeps the reward of every ``generate_response`` in the
-    request's ``reward_scores["user_turn_rewards"]``, and verl's stock reward managers
-    (naive, dapo, batch) hand that dict to the reward function as
-    ``extra_info["rollout_reward_scores"]``. Select it with
+    verl's SGLang multi-turn rollout keeps the reward of every ``generate_response`` in the
+    request's ``reward_scores["user_turn_rewards"]``, and from verl 0.6 on the stock reward
+    managers (naive, dapo, batch) hand that dict to the reward function as
+    ``extra_info["rollout_reward_scores"]`` (verl 0.5's never do: then this raises an error
+    that says so). Select it with
     ``custom_reward_function.path=<this file> custom_reward_function.name=compute_score``
     (docs/integrations/verl.md); without it the per-turn rewards reach no loss.
 
@@ -369,13 +374,43 @@ def compute_score(
     scores = (extra_info or {}).get("rollout_reward_scores")
     turns = scores.get("user_turn_rewards") if isinstance(scores, Mapping) else None
     if turns is None:
-        raise InvalidConfigError(
-            "agentgym compute_score found no extra_info['rollout_reward_scores']"
-            "['user_turn_rewards']: the rollout recorded no interaction rewards, or this "
-            "verl's reward manager does not pass them (use the naive, dapo or batch manager "
-            "with the SGLang multi-turn rollout and AgentGymInteraction)."
-        )
+        raise InvalidConfigError(_no_turn_rewards(scores is None))
     return float(sum(float(r) for r in turns))
+
+
+#: The first verl release whose stock reward managers pass ``rollout_reward_scores``.
+FIRST_VERL_WITH_ROLLOUT_SCORES = (0, 6)
+
+
+def _installed_verl() -> tuple[str, tuple[int, ...]] | None:
+    """The installed verl's version string and its leading numbers, or None."""
+    try:
+        text = md.version("verl")
+    except md.PackageNotFoundError:
+        return None
+    return text, tuple(int(n) for n in re.findall(r"\d+", text)[:2])
+
+
+def _no_turn_rewards(manager_passed_none: bool) -> str:
+    """Why :func:`compute_score` got no turn rewards, naming the installed verl when it is
+    one whose reward managers never pass them."""
+    head = (
+        "agentgym compute_score found no extra_info['rollout_reward_scores']['user_turn_rewards']"
+    )
+    found = _installed_verl()
+    if manager_passed_none and found and found[1] < FIRST_VERL_WITH_ROLLOUT_SCORES:
+        return (
+            f"{head}: verl {found[0]}'s stock reward managers never pass the rollout's "
+            "interaction rewards to a reward function (they do from verl 0.6 on), so no "
+            "reward function can see the env reward there. Use verl >= 0.6 (tested: 0.6.1) "
+            "for the interaction form, or verl 0.9's agent loop (AgentGymAgentLoop), whose "
+            "env reward needs no reward function (docs/integrations/verl.md)."
+        )
+    return (
+        f"{head}: the rollout recorded no interaction rewards, or this verl's reward "
+        "manager does not pass them (use the naive, dapo or batch manager of verl >= 0.6 "
+        "with the SGLang multi-turn rollout and AgentGymInteraction)."
+    )
 
 
 def interaction_rows(env_id: str, seeds: Sequence[int], name: str = "agentgym") -> list[dict]:

@@ -150,7 +150,7 @@ def _import_playwright() -> Any:
         from playwright.async_api import async_playwright
     except ImportError as exc:
         raise DependencyMissingError(
-            "The Python package playwright", "pip install 'agentgym[web]'"
+            "The Python package playwright", "pip install 'agentgym-suite[web]'"
         ) from exc
     return async_playwright
 

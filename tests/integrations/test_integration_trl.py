@@ -23,6 +23,7 @@ from agentgym.integrations.trl import (
     seed_dataset,
     tool_only_text,
 )
+from tests.integrations.oracle_answers import oracle_answer
 
 torch = pytest.importorskip("torch")
 trl = pytest.importorskip("trl")
@@ -96,7 +97,7 @@ def _biased_model(tok, call_tokens: list[str]):
 SESSIONS: list = []  # every env session the trainer's environment objects opened
 
 
-def _train_one_step(env_id: str, call_tokens: list[str], seeds: list[int]):
+def _train_one_step(env_id: str, call_tokens: list[str], seeds: list[int], reward_funcs=None):
     """One GRPOTrainer step; returns (env rewards TRL collected, its log, params changed,
     the prompts TRL built and sent to the model)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -136,6 +137,7 @@ def _train_one_step(env_id: str, call_tokens: list[str], seeds: list[int]):
         args=args,
         train_dataset=seed_dataset(env_id, seeds),
         environment_factory=Recorded,
+        reward_funcs=reward_funcs,
     )
     trainer.train()
     log = next(entry for entry in trainer.state.log_history if "loss" in entry)
@@ -187,6 +189,29 @@ def test_grpo_trainer_step_on_an_answer_env_earns_the_outcome_through_the_answer
     assert min(rewards) < 1.0
     assert log["reward"] == pytest.approx(sum(rewards) / len(rewards), abs=1e-4)
     assert log["grad_norm"] > 0 and changed
+
+
+@pytest.mark.slow
+def test_a_text_answer_trl_never_forwards_is_warned_about_or_forwarded_and_counted():
+    """A model that writes <answer> as text (TRL forwards only tool calls): without help the
+    outcome is lost but never silently (a one-time warning and the class's counters); with
+    forward_text_answers in reward_funcs the env gets the answer and the share is logged."""
+    import warnings
+
+    from agentgym.integrations.trl import TEXT_ANSWER_METRIC, forward_text_answers
+
+    correct = oracle_answer(CODEMATH, 5)
+    texts = [f"<answer>{correct}</answer>", f"<answer>{correct}1</answer>"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lost, _, _, _ = _train_one_step(CODEMATH, texts, [5])
+    assert lost == [0.0] * 4  # no answer reached the env...
+    unfinished = [w for w in caught if "had not ended" in str(w.message)]
+    assert len(unfinished) == 1 and "forward_text_answers" in str(unfinished[0].message)
+
+    rewards, log, _, _ = _train_one_step(CODEMATH, texts, [5], [forward_text_answers])
+    assert len(rewards) == 4 and max(rewards) >= 1.0  # ...until it is forwarded
+    assert log[TEXT_ANSWER_METRIC] > 0 and log["rewards/forward_text_answers/mean"] == 0.0
 
 
 def test_answer_env_class_offers_the_answer_tool_as_a_typed_method():
@@ -341,3 +366,93 @@ def test_every_id_resets_with_its_task_and_takes_a_tool_call_as_trl_does(single_
     assert isinstance(result, str) and result.strip()
     assert "base64" not in result and "data:image" not in result and len(result) < 20_000
     env._session.close()
+
+
+@pytest.mark.parametrize(
+    ("template", "parsed"),
+    [("qwen3.jinja", True), ("qwen3_vl.jinja", True), ("qwen2_5_vl.jinja", False)],
+)
+def test_the_models_the_page_names_have_templates_trl_parses_tool_calls_from(template, parsed):
+    """docs/integrations/trl.md names Qwen3-0.6B and Qwen3-VL-2B-Instruct (whose templates
+    TRL parses tool calls from) and warns about Qwen2.5-VL (whose template TRL refuses)."""
+    from trl.chat_template_utils import add_response_schema
+
+    page = (pathlib.Path(__file__).parents[2] / "docs" / "integrations" / "trl.md").read_text()
+    assert '"Qwen/Qwen3-0.6B"' in page and "`Qwen/Qwen3-VL-2B-Instruct`" in page
+    assert "Qwen/Qwen2.5-VL" not in page
+    tok = _tokenizer([])
+    tok.chat_template = (
+        pathlib.Path(trl.__file__).parent / "chat_templates" / template
+    ).read_text()
+    if parsed:
+        add_response_schema(tok)
+        assert tok.response_template is not None
+    else:
+        with pytest.raises(ValueError, match="Unrecognized chat template"):
+            add_response_schema(tok)
+
+
+def _clock_env(cls=None):
+    """An environment object of a cheap answer env (VisualClock), reset at seed 4."""
+    env = (cls or environment_class("agentgym/VisualClock-v0"))()
+    env.reset(seed=4)
+    return env
+
+
+def test_a_rollout_scored_before_its_episode_ended_is_counted_and_warned_about_once():
+    import warnings
+
+    cls = environment_class("agentgym/VisualClock-v0")
+    first, second, done = _clock_env(cls), _clock_env(cls), _clock_env(cls)
+    done.answer(answer=oracle_answer("agentgym/VisualClock-v0", 4))
+    stats = type(first).rollout_stats
+    assert stats.scored == 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        done.get_reward()  # ended: counted as scored only
+        first.get_reward()
+        second.get_reward()
+    assert (stats.scored, stats.unfinished, stats.text_answers) == (3, 2, 0)
+    (warning,) = caught
+    assert warning.category is RuntimeWarning and "had not ended" in str(warning.message)
+    assert "forward_text_answers" in str(warning.message)
+
+
+@pytest.mark.parametrize("as_messages", [True, False])
+def test_forward_text_answers_gives_the_last_text_answer_to_running_episodes(as_messages):
+    from agentgym.integrations.trl import TEXT_ANSWER_METRIC, forward_text_answers
+
+    right = oracle_answer("agentgym/VisualClock-v0", 4)
+    texts = [
+        f"<answer>0:00</answer> no, <answer>{right}</answer>",  # the last one counts
+        "I give up",  # no answer: left alone
+        f"<answer>{right}</answer>",  # an episode that already ended: left alone
+        f"<answer>{right}</answer>",  # no environment object (another env's rollout)
+    ]
+    envs = [_clock_env(), _clock_env(), _clock_env(), None]
+    envs[2].answer(answer="1:11")
+    completions = [[{"role": "assistant", "content": t}] if as_messages else t for t in texts]
+    logged: list[tuple[str, float]] = []
+    rewards = forward_text_answers(
+        completions, envs, log_metric=lambda name, value: logged.append((name, value))
+    )
+    assert rewards == [0.0, 0.0, 0.0, 0.0]
+    assert logged == [(TEXT_ANSWER_METRIC, 0.25)]
+    assert envs[0]._session.done and envs[0]._session.success
+    assert not envs[1]._session.done
+    assert envs[2]._session.done and not envs[2]._session.success  # its own answer stands
+    assert type(envs[0]).rollout_stats.text_answers == 1
+
+
+def test_forward_text_answers_reads_the_last_assistant_message_only():
+    from agentgym.integrations.trl import forward_text_answers
+
+    env = _clock_env()
+    right = oracle_answer("agentgym/VisualClock-v0", 4)
+    completion = [
+        {"role": "assistant", "content": f"maybe <answer>{right}</answer>"},
+        {"role": "tool", "content": "Zoomed."},
+        {"role": "assistant", "content": "still thinking"},
+    ]
+    assert forward_text_answers([completion], [env]) == [0.0]
+    assert not env._session.done  # the earlier turn's answer was not the final one

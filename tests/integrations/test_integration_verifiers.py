@@ -32,6 +32,7 @@ from starlette.routing import Route  # noqa: E402
 
 from agentgym.integrations.session import takes_answer_tool  # noqa: E402
 from agentgym.integrations.verifiers import load_environment  # noqa: E402
+from tests.integrations.oracle_answers import ANSWER_FAMILIES, oracle_answer  # noqa: E402
 
 SOKOBAN = "agentgym/Sokoban-Tiny-v0"
 CODEMATH = "agentgym/CodeMath-L1-v0"
@@ -177,17 +178,20 @@ def test_evaluate_with_structured_tool_calls_plays_valid_moves_and_scores_the_en
         assert out["reward"] == pytest.approx(total) == pytest.approx(out["metrics"]["env_reward"])
 
 
+@pytest.mark.parametrize("env_id", [CODEMATH, ANSWER_FAMILIES["search"]])
 def test_evaluate_answer_env_earns_the_outcome_through_the_answer_tool(
-    client_config: Callable[[int], Any],
+    client_config: Callable[[int], Any], env_id: str
 ):
-    env = load_environment(CODEMATH, num_examples=2, seed=11, max_turns=4)
-    answers = {}
+    env = load_environment(env_id, num_examples=2, seed=11, max_turns=4)
+    answers, text_rewards = {}, {}
     for row in env.dataset:
-        probe = gym.make(CODEMATH)
-        probe.reset(seed=row["info"]["seed"])
         user = next(m for m in row["prompt"] if m["role"] == "user")
-        answers[user["content"]] = str(probe.unwrapped._problem.answer)
-        probe.close()
+        seed = row["info"]["seed"]
+        answers[user["content"]] = oracle_answer(env_id, seed)
+        direct = gym.make(env_id)  # the same answer as <answer> text on a plain env
+        direct.reset(seed=seed)
+        text_rewards[seed] = direct.step(f"<answer>{answers[user['content']]}</answer>")[1]
+        direct.close()
 
     def policy(request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         return "answer", {"answer": answers[_first_user_text(request)]}
@@ -197,7 +201,8 @@ def test_evaluate_answer_env_earns_the_outcome_through_the_answer_tool(
     assert all("answer" in [t["function"]["name"] for t in r["tools"]] for r in server.requests)
     for out in outputs:
         assert out["error"] is None
-        assert out["reward"] == pytest.approx(1.0)
+        assert out["reward"] >= 1.0
+        assert out["reward"] == pytest.approx(text_rewards[out["info"]["seed"]])
         assert out["metrics"]["success"] == 1.0
         assert out["stop_condition"] == "has_final_env_response"
 
