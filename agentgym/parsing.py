@@ -520,14 +520,32 @@ def parse_openai_tool_calls(
     )
 
 
+_CLOSE_ESCAPED = "<\\/"
+
+
+def tool_call_block(json_text: str) -> str:
+    """``json_text`` (one call as JSON) in a ``<tool_call>`` block its content cannot end.
+
+    In JSON text ``</`` can only occur inside a string, where ``<\\/`` is the same string
+    (``\\/`` is JSON's escape for ``/``). Written so, an argument that holds
+    ``</tool_call>`` (code, HTML, a model quoting the format) is read back whole; written
+    raw, the parser cut the call there and charged the model a format error for it.
+
+    >>> tool_call_block('{"name": "echo", "arguments": {"text": "</tool_call>"}}')
+    '<tool_call>{"name": "echo", "arguments": {"text": "<\\\\/tool_call>"}}</tool_call>'
+    """
+    return f"<tool_call>{json_text.replace('</', _CLOSE_ESCAPED)}</tool_call>"
+
+
 def render_tool_call(name: str, arguments: Mapping[str, Any] | None = None) -> str:
-    """The canonical text form of one call, exactly what the parser reads back.
+    """The canonical text form of one call, exactly what the parser reads back, whatever its
+    arguments hold (see :func:`tool_call_block`).
 
     >>> render_tool_call("move", {"direction": "up"})
     '<tool_call>{"name": "move", "arguments": {"direction": "up"}}</tool_call>'
     """
     payload = {"name": name, "arguments": dict(arguments or {})}
-    return f"<tool_call>{json.dumps(payload, ensure_ascii=False)}</tool_call>"
+    return tool_call_block(json.dumps(payload, ensure_ascii=False))
 
 
 def render_tool_calls(calls: Sequence[ToolCall]) -> str:

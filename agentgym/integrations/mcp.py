@@ -8,10 +8,15 @@ single-agent id into such a server, as a thin adapter over the suite's text-sess
 * **One env per MCP session.** Each MCP session (one stdio connection, one streamable-HTTP
   ``Mcp-Session-Id``) gets its own env, built at its first ``reset`` and closed when the
   session ends (client DELETE, idle timeout, disconnect). Two clients never share an env.
+  Over HTTP the session limit counts envs, so bare ``initialize`` requests cannot lock
+  clients out (:mod:`agentgym.integrations.mcp_transport`); a failed ``reset`` leaves the
+  session usable.
 * **Tools.** The env's tools, with their JSON schemas as ``inputSchema``, plus ``reset``
   (optional ``seed`` and ``task_id``; it returns the system prompt and the task). Envs that
   end with an ``<answer>`` get an ``answer`` tool, as in the TRL adapter, since an MCP client
-  only ever sends tool calls. Calling a tool is one env step with that tool call.
+  only ever sends tool calls; every text such an env returns asks for that tool instead of
+  ``<answer>`` text the host would never send (``tool_only_messages``). Calling a tool is
+  one env step with that tool call.
 * **Results.** The observation is the tool result: text content, and images as PNG image
   content (base64). A call the env rejects (unknown tool, bad arguments) comes back with
   ``isError`` and the env's explanation, and costs what the env charges for it (the
@@ -39,6 +44,7 @@ or on the command line: ``agentgym mcp agentgym/Sokoban-Tiny-v0`` (stdio) and
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,7 +53,7 @@ import anyio
 import anyio.to_thread
 
 from agentgym.error import InvalidConfigError
-from agentgym.integrations.session import SessionTurn, TextSession
+from agentgym.integrations.session import SessionTurn, TextSession, tool_only_messages
 from agentgym.text import safe_text
 
 __all__ = [
@@ -83,6 +89,8 @@ _RESET_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 _STATE_KEY = "agentgym.mcp"
+_HANDLERS: weakref.WeakKeyDictionary[Any, _EnvTools] = weakref.WeakKeyDictionary()
+"""The handlers behind each server :func:`build_server` made (for :func:`http_app`)."""
 _DATA_URL_PNG = "data:image/png;base64,"
 
 
@@ -97,6 +105,7 @@ class _Episode:
     session: TextSession | None = None
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     needs_reset: bool = True
+    session_id: str | None = None  # the MCP session's id (None over stdio)
 
 
 def _connection(ctx: Any) -> Any:
@@ -204,9 +213,15 @@ class _EnvTools:
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs or {})
         self.answer_tool = answer_tool
+        self.max_envs: int | None = None  # set by http_app: envs (sessions that reset) at once
+        self.live_envs = 0  # envs built or being built, not yet closed
+        self.env_sessions: set[str] = set()  # ids of the MCP sessions that hold one
         probe = self._new_session()
         try:
             self.tools = list(probe.reset(seed=0).tools)
+            # an MCP host sends only tool calls: where the env offers the answer tool, every
+            # text asks for it instead of <answer> text the host would never send
+            self.tool_only = bool(getattr(probe.env.unwrapped, "answer_tool", False))
         finally:
             probe.close()
         names = [t["function"]["name"] for t in self.tools]
@@ -229,14 +244,40 @@ class _EnvTools:
         connection = _connection(ctx)
         episode = connection.state.get(_STATE_KEY)
         if episode is None:
-            episode = connection.state[_STATE_KEY] = _Episode()
+            sid = getattr(connection, "session_id", None)
+            episode = connection.state[_STATE_KEY] = _Episode(session_id=sid)
 
             async def close() -> None:
-                if episode.session is not None:
+                if episode.session is None:
+                    return
+                try:
                     await anyio.to_thread.run_sync(episode.session.close)
+                finally:
+                    self._release_env(episode)
 
             connection.exit_stack.push_async_callback(close)
         return episode
+
+    def holds_env(self, session_id: str) -> bool:
+        """Whether the MCP session ``session_id`` holds an env (it has called ``reset``)."""
+        return session_id in self.env_sessions
+
+    def _claim_env(self, episode: _Episode) -> str | None:
+        """Count one more env for ``episode``; the refusal, when ``max_envs`` are live."""
+        if self.max_envs is not None and self.live_envs >= self.max_envs:
+            return (
+                f"The server holds its maximum of {self.max_envs} envs (one per MCP session "
+                f"that has called {RESET_TOOL!r}); try again when a session ends or idles out."
+            )
+        self.live_envs += 1
+        if episode.session_id is not None:
+            self.env_sessions.add(episode.session_id)
+        return None
+
+    def _release_env(self, episode: _Episode) -> None:
+        self.live_envs -= 1
+        if episode.session_id is not None:
+            self.env_sessions.discard(episode.session_id)
 
     # ---- MCP handlers -----------------------------------------------------------------------
 
@@ -293,9 +334,17 @@ class _EnvTools:
         if problem:
             return _error(problem)
         options = {"task_id": task_id} if task_id else None
-        try:
-            if episode.session is None:
+        if episode.session is None:
+            refused = self._claim_env(episode)
+            if refused:
+                return _error(refused)
+            try:
                 episode.session = await anyio.to_thread.run_sync(self._new_session)
+            except Exception as exc:
+                self._release_env(episode)
+                logger.warning("%s: building a session env failed: %s", self.env_id, exc)
+                return _error(f"reset failed: the env could not be built ({exc})")
+        try:
             start = await anyio.to_thread.run_sync(episode.session.reset, seed, options)
         except Exception as exc:  # an unknown task id, a broken simulator: the client is told
             logger.info("%s: reset(seed=%r, task_id=%r) failed", self.env_id, seed, task_id)
@@ -304,7 +353,8 @@ class _EnvTools:
         episode.needs_reset = False
         info = {k: v for k, v in start.info.items() if k != "tools"}
         meta = {"env_id": self.env_id, "task_id": info.get("task_id"), "info": info}
-        return types.CallToolResult(content=_content(start.messages), _meta={META_KEY: _wire(meta)})
+        messages = tool_only_messages(start.messages) if self.tool_only else start.messages
+        return types.CallToolResult(content=_content(messages), _meta={META_KEY: _wire(meta)})
 
     async def _step(
         self, episode: _Episode, request_id: Any, name: str, arguments: dict[str, Any]
@@ -332,8 +382,9 @@ class _EnvTools:
                 f"call {RESET_TOOL!r} to start a new episode."
             )
         meta = _step_meta(turn)
+        reply = tool_only_messages(turn.messages) if self.tool_only else turn.messages
         return types.CallToolResult(
-            content=_content(turn.messages),
+            content=_content(reply),
             is_error=not meta["action_valid"],
             _meta={META_KEY: _wire(meta)},
         )
@@ -368,6 +419,7 @@ def build_server(
         instructions=(
             f"Tools of the agentgym env {record.id}. Call '{RESET_TOOL}' first: it returns "
             "the rules and the task. Each other tool call is one step of the episode."
+            + (" Give the final answer with the 'answer' tool." if handlers.tool_only else "")
         ),
         on_list_tools=handlers.list_tools,
         on_call_tool=handlers.call_tool,
@@ -375,6 +427,7 @@ def build_server(
     import mcp_types as types
 
     server.add_request_handler("server/discover", types.RequestParams, handlers.discover)
+    _HANDLERS[server] = handlers
     return server
 
 
@@ -383,8 +436,10 @@ async def serve_stdio_async(server: Any) -> None:
     from mcp.server.runner import serve_loop
     from mcp.server.stdio import stdio_server
 
+    from agentgym.integrations.mcp_transport import RepairedReads
+
     async with server.lifespan(server) as state, stdio_server() as (read, write):
-        await serve_loop(server, read, write, lifespan_state=state)
+        await serve_loop(server, RepairedReads(read, write), write, lifespan_state=state)
 
 
 def serve_stdio(server: Any) -> None:
@@ -407,15 +462,26 @@ def http_app(
         host: The address it will be served on; loopback hosts turn on the SDK's DNS
             rebinding protection (only local Host/Origin headers are accepted).
         path: The MCP endpoint.
-        max_sessions: Sessions (envs) open at once; one more gets HTTP 503.
+        max_sessions: Sessions that hold an env (have called ``reset``) at once; the reset
+            that would build one more answers with a tool error. Sessions without an env are
+            admitted beyond it, up to ``max_sessions + max(64, max_sessions)`` in all, the
+            least recently used idle one making room for a newcomer; past that (every one
+            busy) HTTP 503. ``None``: no limit. See :mod:`agentgym.integrations.mcp_transport`.
         session_idle_timeout: Seconds without a request after which a session and its env
             are closed; ``None`` keeps them until the client ends them.
     """
-    return server.streamable_http_app(
-        streamable_http_path=path,
+    from agentgym.integrations.mcp_transport import env_session_app
+
+    handlers = _HANDLERS.get(server)
+    if handlers is not None:
+        handlers.max_envs = max_sessions
+    return env_session_app(
+        server,
+        path=path,
         host=host,
-        max_sessions=max_sessions,
+        max_envs=max_sessions,
         session_idle_timeout=session_idle_timeout,
+        holds_env=handlers.holds_env if handlers is not None else lambda sid: False,
     )
 
 

@@ -21,14 +21,18 @@ saying how many images were left out, for text-only models (never base64 as text
 
 Envs that end with an ``<answer>`` can also offer an ``answer`` tool
 (``answer_tool=True``, see docs/contract.md), so frameworks that forward only tool calls can
-earn the outcome.
+earn the outcome. Such a framework (TRL, an MCP host) never sends the model's text, so the
+env's wording ("reply with ``<answer>...</answer>``") would send the model where its answer
+is lost: :func:`tool_only_messages` rewords every text it shows to ask for the tool.
 
 Assistant turns may be dicts or message objects (pydantic models such as verifiers'
 ``AssistantMessage``, whose tool calls are flat ``{id, name, arguments}``); both are read.
 
 Structured tool calls are written back into the canonical text form before the env sees
 them, so the env's own parser validates them and a malformed call earns the same error
-message and format penalty as in text mode. When the turn came with structured calls, the
+message and format penalty as in text mode. The form is escaped
+(:func:`agentgym.parsing.tool_call_block`): an argument that holds ``</tool_call>`` reaches
+the env whole, never cut in two by its own content. When the turn came with structured calls, the
 env's reply comes back as ``role="tool"`` messages (one per call, carrying its
 ``tool_call_id``; the env's single observation goes in the last one), otherwise as one
 ``role="user"`` message.
@@ -52,14 +56,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.wrappers import PassiveEnvChecker
 
 from agentgym.error import InvalidConfigError
+from agentgym.parsing import tool_call_block
 from agentgym.text import safe_text
 from agentgym.wrappers.chat import IMAGE_FORMATS, IMAGES_LEFT_OUT_NOTE, observation_message
 
@@ -68,6 +75,7 @@ AssistantTurn = str | Mapping[str, Any]
 """Plain text, or an OpenAI assistant message ``{"content": ..., "tool_calls": [...]}``."""
 
 __all__ = [
+    "TOOL_ONLY_ANSWER_NOTE",
     "AssistantTurn",
     "SessionStart",
     "SessionTurn",
@@ -78,6 +86,8 @@ __all__ = [
     "messages_text",
     "release_with",
     "takes_answer_tool",
+    "tool_only_messages",
+    "tool_only_text",
 ]
 
 
@@ -110,6 +120,24 @@ def release_with(owner: object, session: TextSession) -> weakref.finalize:
     return weakref.finalize(owner, _close_quietly, session)
 
 
+def _unchecked_resets(env: gym.Env) -> list[Any]:
+    """gymnasium's passive env checkers in ``env``'s wrapper chain that have not seen a reset.
+
+    Such a checker marks its first reset checked before running it; when that reset raises
+    (a mistyped task id), it keeps no reset data, and the episode's first step then fails
+    inside the checker (``TypeError: cannot unpack non-iterable NoneType``) however many
+    good resets came between: the session was unusable. :meth:`TextSession.reset` hands
+    these checkers their first reset back when it raised.
+    """
+    out = []
+    layer: Any = env
+    while isinstance(layer, gym.Wrapper):
+        if isinstance(layer, PassiveEnvChecker) and not layer.checked_reset:
+            out.append(layer)
+        layer = layer.env
+    return out
+
+
 def make_env(env_id: str, **kwargs: Any) -> gym.Env:
     """Build a registered single-agent env by id (``agentgym`` imported so ids resolve)."""
     import agentgym  # noqa: F401  (registers every family)
@@ -130,6 +158,53 @@ def takes_answer_tool(env_id: str) -> bool:
     from agentgym.registry import get_record
 
     return bool(getattr(get_record(env_id).load(), "answers_in_text", False))
+
+
+TOOL_ONLY_ANSWER_NOTE = (
+    "Only tool calls reach the environment here: give the final answer by calling the "
+    '`answer` tool, answer(answer="..."), which ends the episode. Text outside a tool call '
+    "is not read."
+)
+"""What replaces the env's "you may also call the answer tool" line on tool-only paths."""
+
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+
+def tool_only_text(text: str) -> str:
+    """Env text reworded for a client that forwards only tool calls (TRL, MCP hosts).
+
+    The answer-tool note (:data:`agentgym.parsing.ANSWER_TOOL_NOTE`) becomes
+    :data:`TOOL_ONLY_ANSWER_NOTE` and every ``<answer>X</answer>`` the env shows as the way
+    to answer becomes the call ``answer(answer="X")``.
+
+    Example:
+        >>> tool_only_text("Then reply with <answer>...</answer>, e.g. <answer>12</answer>.")
+        'Then reply with answer(answer="..."), e.g. answer(answer="12").'
+    """
+    from agentgym.parsing import ANSWER_TOOL_NOTE
+
+    text = text.replace(ANSWER_TOOL_NOTE, TOOL_ONLY_ANSWER_NOTE)
+    return _ANSWER_TAG.sub(lambda m: f'answer(answer="{m.group(1)}")', text)
+
+
+def tool_only_messages(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` with every text (string content or text parts) reworded by
+    :func:`tool_only_text`; images and other parts unchanged. New dicts; the input is kept."""
+    out: list[Message] = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, str):
+            m = {**m, "content": tool_only_text(content)}
+        elif isinstance(content, list):
+            parts = [
+                {**p, "text": tool_only_text(p["text"])}
+                if isinstance(p, Mapping) and isinstance(p.get("text"), str)
+                else p
+                for p in content
+            ]
+            m = {**m, "content": parts}
+        out.append(m)
+    return out
 
 
 def _plain(obj: Any) -> Any:
@@ -189,14 +264,15 @@ def _call_text(call: Any) -> str:
     call = _plain(call)
     fn = call.get("function", call) if isinstance(call, Mapping) else call
     if not isinstance(fn, Mapping):
-        return f"<tool_call>{json.dumps(fn, default=str)}</tool_call>"
+        return tool_call_block(json.dumps(fn, default=str))
     args = fn.get("arguments", {})
     if isinstance(args, str):
         # an undecodable string stays a string: the parser reports it with its own message
         with contextlib.suppress(ValueError):
             args = json.loads(args) if args.strip() else {}
     payload = {"name": fn.get("name"), "arguments": args}
-    return f"<tool_call>{json.dumps(payload, ensure_ascii=False, default=str)}</tool_call>"
+    # escaped so that an argument holding "</tool_call>" cannot end the block early
+    return tool_call_block(json.dumps(payload, ensure_ascii=False, default=str))
 
 
 def assistant_text(turn: AssistantTurn) -> str:
@@ -324,8 +400,18 @@ class TextSession:
     def reset(
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> SessionStart:
-        """Start an episode; ``options={"task_id": ...}`` picks the task."""
-        obs, info = self.env.reset(seed=seed, options=dict(options) if options else None)
+        """Start an episode; ``options={"task_id": ...}`` picks the task.
+
+        A reset that raises (an unknown task id) leaves the session as it was: it can be
+        reset again (see :func:`_unchecked_resets`).
+        """
+        unchecked = _unchecked_resets(self.env)
+        try:
+            obs, info = self.env.reset(seed=seed, options=dict(options) if options else None)
+        except BaseException:
+            for checker in unchecked:  # its check never finished: run it at the next reset
+                checker.checked_reset = False
+            raise
         obs = _utf8_observation(obs)
         self.messages = []
         if info.get("system_prompt"):

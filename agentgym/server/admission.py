@@ -149,11 +149,17 @@ class Admission:
         )
 
 
-def admitted_protocol(admission: Admission) -> type:
-    """uvicorn's h11 HTTP protocol, reporting connections and request heads to ``admission``."""
+def admitted_protocol(admission: Admission, log: Any = None) -> type:
+    """uvicorn's h11 HTTP protocol, reporting connections and request heads to ``admission``
+    (and logging through ``log``, a :class:`~agentgym.server.ratelog.ProtocolLog`, if given)."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class AdmittedH11Protocol(H11Protocol):
+        def __init__(self, *args: Any, **kwargs: Any):
+            super().__init__(*args, **kwargs)
+            if log is not None:
+                self.logger = log
+
         def connection_made(self, transport: Any) -> None:  # type: ignore[override]
             super().connection_made(transport)
             admission.admit(self, self.connections)

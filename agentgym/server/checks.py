@@ -1,6 +1,6 @@
 """Checking what clients send, before any env sees it.
 
-Every check raises :class:`~agentgym.server.sessions.SessionError` (HTTP 4xx, or a WebSocket
+Every check raises a :class:`~agentgym.server.errors.BadRequest` (HTTP 4xx, or a WebSocket
 error frame) naming the field at fault, with what was expected and what came. Nothing here
 touches a session, so a refused request never changes an episode.
 
@@ -16,17 +16,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from agentgym.server.errors import BadRequest, InvalidJSON, RequestTooLarge
 from agentgym.server.payloads import loads
-from agentgym.server.sessions import ServerLimits, SessionError
+from agentgym.server.sessions import ServerLimits
 
 _ACTION_FORMS = (
     'an action is {"text": "<model output>"} or an OpenAI assistant message '
     '{"content": "...", "tool_calls": [...]}'
 )
-
-
-def _bad(message: str, field: str | None, status: int = 400, code: str = "VALIDATION_ERROR"):
-    return SessionError(message, code, status, field)
 
 
 def _kind(value: Any) -> str:
@@ -38,24 +35,22 @@ def parse_json(raw: str | bytes, limits: ServerLimits, what: str = "body") -> An
     try:
         data = loads(raw)
     except RecursionError:
-        raise _bad(
+        raise InvalidJSON(
             f"the JSON {what} is nested too deeply (the limit is "
             f"{limits.max_json_depth} levels of objects/arrays)",
             what,
-            code="INVALID_JSON",
         ) from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise _bad(f"invalid JSON in the {what}: {exc}", what, code="INVALID_JSON") from exc
+        raise InvalidJSON(f"invalid JSON in the {what}: {exc}", what) from exc
     where = (
         None if _few_brackets(raw, limits.max_json_depth) else too_deep(data, limits.max_json_depth)
     )
     if where is not None:
         field = where or what
-        raise _bad(
+        raise InvalidJSON(
             f"{field} is nested more than {limits.max_json_depth} levels deep "
             "(objects/arrays); flatten it",
             field,
-            code="INVALID_JSON",
         )
     return data
 
@@ -90,17 +85,17 @@ def reset_args(data: Any, prefix: str = "") -> tuple[int | None, dict[str, Any] 
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
-        raise _bad(
+        raise BadRequest(
             f"reset data must be a JSON object, got {_kind(data)}", prefix.rstrip(".") or "body"
         )
     seed = data.get("seed")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
-        raise _bad(
+        raise BadRequest(
             f"seed must be a non-negative integer or null, got {seed!r}"[:300], prefix + "seed"
         )
     raw_options = data.get("options")
     if raw_options is not None and not isinstance(raw_options, Mapping):
-        raise _bad(
+        raise BadRequest(
             f'options must be a JSON object (e.g. {{"task_id": "..."}}) or null, '
             f"got {_kind(raw_options)}: {json.dumps(raw_options)[:80]}",
             prefix + "options",
@@ -109,7 +104,7 @@ def reset_args(data: Any, prefix: str = "") -> tuple[int | None, dict[str, Any] 
     task_id = data.get("task_id")
     if task_id is not None:
         if not isinstance(task_id, str | int) or isinstance(task_id, bool):
-            raise _bad(f"task_id must be a string, got {_kind(task_id)}", prefix + "task_id")
+            raise BadRequest(f"task_id must be a string, got {_kind(task_id)}", prefix + "task_id")
         options["task_id"] = task_id
     return seed, options or None
 
@@ -133,7 +128,7 @@ def episode_id(value: Any) -> str | None:
         'worker-1/ep:7'
         >>> try:
         ...     episode_id("a\\nb")
-        ... except SessionError as exc:
+        ... except BadRequest as exc:
         ...     print(exc.status, exc.field)
         400 episode_id
     """
@@ -141,7 +136,7 @@ def episode_id(value: Any) -> str | None:
         return None
     ok = isinstance(value, str) and 0 < len(value) <= 255 and value.isascii()
     if not ok or not all("!" <= c <= "~" for c in value):
-        raise _bad(
+        raise BadRequest(
             f"{EPISODE_ID_RULE}; got {_kind(value)} {json.dumps(value, default=str)[:60]}",
             "episode_id",
         )
@@ -157,7 +152,7 @@ def action(data: Any, limits: ServerLimits, field: str = "action") -> str | dict
         'hi'
         >>> try:
         ...     action({"content": "", "tool_calls": 5}, limits)
-        ... except SessionError as exc:
+        ... except BadRequest as exc:
         ...     print(exc.status, exc.field)
         400 action.tool_calls
     """
@@ -166,7 +161,7 @@ def action(data: Any, limits: ServerLimits, field: str = "action") -> str | dict
     elif isinstance(data, Mapping):
         if "message" in data:
             if not isinstance(data["message"], Mapping):
-                raise _bad(
+                raise BadRequest(
                     f"{field}.message must be an OpenAI assistant message object, got "
                     f"{_kind(data['message'])}",
                     f"{field}.message",
@@ -174,14 +169,13 @@ def action(data: Any, limits: ServerLimits, field: str = "action") -> str | dict
             data, field = data["message"], f"{field}.message"
         turn = _turn(data, field)
     else:
-        raise _bad(f"{_ACTION_FORMS}; {field} is {_kind(data)}", field)
+        raise BadRequest(f"{_ACTION_FORMS}; {field} is {_kind(data)}", field)
     size = len(turn) if isinstance(turn, str) else len(json.dumps(turn, default=str))
     if size > limits.max_action_chars:
-        raise _bad(
+        raise RequestTooLarge(
             f"{field} holds {size} characters; this server accepts at most "
             f"{limits.max_action_chars} (agentgym serve --max-action-chars)",
             field,
-            413,
         )
     return turn
 
@@ -190,18 +184,20 @@ def _turn(data: Mapping[str, Any], field: str) -> str | dict[str, Any]:
     has_message = data.get("tool_calls") is not None or data.get("content") is not None
     if "text" in data:
         if has_message:
-            raise _bad(
+            raise BadRequest(
                 f"{field} has both text and content/tool_calls; send one form", f"{field}.text"
             )
         if not isinstance(data["text"], str):
-            raise _bad(f"{field}.text must be a string, got {_kind(data['text'])}", f"{field}.text")
+            raise BadRequest(
+                f"{field}.text must be a string, got {_kind(data['text'])}", f"{field}.text"
+            )
         return data["text"]
     if "tool_calls" not in data and "content" not in data:
-        raise _bad(f"{_ACTION_FORMS}; got keys {sorted(map(str, data))!r}"[:300], field)
+        raise BadRequest(f"{_ACTION_FORMS}; got keys {sorted(map(str, data))!r}"[:300], field)
     content = data.get("content")
     parts_ok = isinstance(content, list) and all(isinstance(p, Mapping) for p in content)
     if content is not None and not isinstance(content, str) and not parts_ok:
-        raise _bad(
+        raise BadRequest(
             f"{field}.content must be a string, null or a list of content-part objects, "
             f"got {_kind(content)}",
             f"{field}.content",
@@ -210,14 +206,14 @@ def _turn(data: Mapping[str, Any], field: str) -> str | dict[str, Any]:
     if calls is None:
         calls = []
     if not isinstance(calls, list):
-        raise _bad(
+        raise BadRequest(
             f"{field}.tool_calls must be a list of tool-call objects (or null), got "
             f"{_kind(calls)}: {json.dumps(calls, default=str)[:80]}",
             f"{field}.tool_calls",
         )
     for i, call in enumerate(calls):
         if not isinstance(call, Mapping):
-            raise _bad(
+            raise BadRequest(
                 f'{field}.tool_calls[{i}] must be an object like {{"id": ..., "type": '
                 f'"function", "function": {{"name": ..., "arguments": ...}}}}, got {_kind(call)}',
                 f"{field}.tool_calls[{i}]",

@@ -209,44 +209,54 @@ async def run_client(
     ws: LeanWebSocket | None = None
     try:
         ws = await LeanWebSocket.connect(ws_url, open_timeout_s)
-
-        async def call(request: bytes, kind: str) -> dict:
-            assert ws is not None
-            ws.send_text(request)
-            reply = _loads(await ws.recv())
-            if reply.get("type") == "error":
-                raise RuntimeError(f"{kind}: {reply['data']}")
-            return reply["data"]
-
-        seed = plan.seed
-        first = await call(_encode("reset", {"seed": seed}), "reset")
-        obs, tools = first["observation"], first["observation"].get("tools")
-        stats.resets += 1
-        if opened is not None:
-            gate, opened = opened, None
-            await gate(True)
-        clock = time.perf_counter
-        for _ in range(plan.steps):
-            action = plan.slow_action or _benign_action(obs, tools)
-            t0 = clock()
-            out = await call(_encode("step", {"text": action}), "step")
-            stats.step_s.append(clock() - t0)
-            stats.queue_ms.append(float((out.get("timing") or {}).get("queue_ms", 0.0)))
-            obs = out["observation"]
-            if out["done"]:
-                seed += 1000
-                first = await call(_encode("reset", {"seed": seed}), "reset")
-                obs, tools = first["observation"], first["observation"].get("tools")
-                stats.resets += 1
+        await _play(ws, plan, stats, opened)
         ws.send_text(_encode("close", None))
     except Exception as exc:  # every failure is a finding, never a crash of the harness
         stats.errors.append(f"{type(exc).__name__}: {exc}"[:300])
     finally:
         if ws is not None:
             ws.close()
-    if opened is not None:  # failed before the session was open
+    if opened is not None and stats.resets == 0:  # failed before the session was open
+        # (after the first reset, _play has already awaited opened(True))
         await opened(False)
     return stats
+
+
+async def _call(ws: LeanWebSocket, request: bytes, kind: str) -> dict:
+    """Send one request and return its reply's ``data`` (an error frame raises)."""
+    ws.send_text(request)
+    reply = _loads(await ws.recv())
+    if reply.get("type") == "error":
+        raise RuntimeError(f"{kind}: {reply['data']}")
+    return reply["data"]
+
+
+async def _play(
+    ws: LeanWebSocket,
+    plan: ClientPlan,
+    stats: ClientStats,
+    opened: Callable[[bool], Awaitable[None]] | None,
+) -> None:
+    """The episodes of :func:`run_client` on an open connection, counted into ``stats``."""
+    seed = plan.seed
+    first = await _call(ws, _encode("reset", {"seed": seed}), "reset")
+    obs, tools = first["observation"], first["observation"].get("tools")
+    stats.resets += 1
+    if opened is not None:
+        await opened(True)
+    clock = time.perf_counter
+    for _ in range(plan.steps):
+        action = plan.slow_action or _benign_action(obs, tools)
+        t0 = clock()
+        out = await _call(ws, _encode("step", {"text": action}), "step")
+        stats.step_s.append(clock() - t0)
+        stats.queue_ms.append(float((out.get("timing") or {}).get("queue_ms", 0.0)))
+        obs = out["observation"]
+        if out["done"]:
+            seed += 1000
+            first = await _call(ws, _encode("reset", {"seed": seed}), "reset")
+            obs, tools = first["observation"], first["observation"].get("tools")
+            stats.resets += 1
 
 
 async def run_clients(plans: Sequence[ClientPlan]) -> list[ClientStats]:

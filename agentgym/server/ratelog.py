@@ -17,6 +17,7 @@ Examples:
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from typing import Any
 
@@ -52,3 +53,55 @@ class RateLimitedLog:
 
     def error(self, kind: str, msg: str, *args: Any, exc_info: Any = None) -> bool:
         return self.log(logging.ERROR, kind, msg, *args, exc_info=exc_info)
+
+
+class ProtocolLog:
+    """A stand-in for the ``logging.Logger`` of uvicorn's protocol objects (``self.logger``),
+    writing through one shared :class:`RateLimitedLog`.
+
+    Protocol errors are what clients cause (invalid UTF-8 in a text frame, a malformed request
+    head): each is one line, without a traceback, and each kind is written at most once per
+    ``every_s`` seconds however many connections repeat it. uvicorn wrote a full traceback for
+    every invalid UTF-8 frame, outside any limit (394 KB for 800 connections). Errors logged
+    with an explicit ``exc_info`` (the app raised: a server bug) keep their traceback, under the
+    same limit. Messages below the logger's level cost nothing.
+    """
+
+    def __init__(self, logger: logging.Logger, every_s: float = 10.0):
+        self.logger = logger
+        self._log = RateLimitedLog(logger, every_s)
+
+    @property
+    def level(self) -> int:
+        return self.logger.level
+
+    @property
+    def left_out(self) -> dict[str, int]:
+        """Messages of each kind (their format string) that the limit left out so far."""
+        return self._log.left_out
+
+    def log(self, level: int, msg: str, *args: Any, exc_info: Any = None, **_: Any) -> None:
+        if self.logger.isEnabledFor(level):
+            self._log.log(level, msg, msg, *args, exc_info=exc_info)
+
+    def debug(self, msg: str, *args: Any, **kw: Any) -> None:
+        self.log(logging.DEBUG, msg, *args, **kw)
+
+    def info(self, msg: str, *args: Any, **kw: Any) -> None:
+        self.log(logging.INFO, msg, *args, **kw)
+
+    def warning(self, msg: str, *args: Any, **kw: Any) -> None:
+        self.log(logging.WARNING, msg, *args, **kw)
+
+    def error(self, msg: str, *args: Any, **kw: Any) -> None:
+        self.log(logging.ERROR, msg, *args, **kw)
+
+    def exception(self, msg: str, *args: Any, **_: Any) -> None:
+        """One line naming the exception being handled, never its traceback."""
+        if not self.logger.isEnabledFor(logging.ERROR):
+            return
+        exc = sys.exc_info()[1]
+        line = (msg % args if args else msg).rstrip()
+        if exc is not None:
+            line += f" ({type(exc).__name__}: {' '.join(str(exc).split())})"
+        self._log.log(logging.ERROR, msg, "%s", line)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentgym.error import DependencyMissingError, InvalidConfigError
@@ -15,13 +18,16 @@ from agentgym.server.admission import (
     connection_cap,
     raise_fd_limit,
 )
+from agentgym.server.ratelog import ProtocolLog
+from agentgym.server.sessions import ServerLimits
+from agentgym.server.ws_protocol import bounded_ws_protocol
 
 
 def _uvicorn() -> Any:
     try:
         import uvicorn
     except ImportError as exc:
-        raise DependencyMissingError("uvicorn", "pip install 'agentgym[serve]'") from exc
+        raise DependencyMissingError("uvicorn", "pip install 'agentgym-suite[serve]'") from exc
     return uvicorn
 
 
@@ -43,6 +49,38 @@ def listen_backlog(max_connections: int) -> int:
     return max(128, min(MAX_BACKLOG, max_connections))
 
 
+TOKEN_ENV = "AGENTGYM_SERVE_TOKEN"
+"""The environment variable ``agentgym serve`` reads its token from when none is given."""
+
+
+@dataclass
+class ServeConfig:
+    """What ``agentgym serve`` runs; its flags, defaults and help are these fields."""
+
+    env_id: str
+    """A registered id, e.g. ``agentgym/Sokoban-Tiny-v0``."""
+    host: str = "127.0.0.1"
+    """Address to bind; set a ``token`` before binding anything but loopback."""
+    port: int = 8000
+    """TCP port to listen on."""
+    token: str | None = None
+    """Require ``Authorization: Bearer TOKEN`` (or ``?token=``). None: the value of
+    $AGENTGYM_SERVE_TOKEN, when set."""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments for ``gym.make``."""
+    limits: ServerLimits = field(default_factory=ServerLimits)
+    """What the process allows: sessions, sizes and deadlines."""
+    max_connections: int | None = None
+    """Open connections allowed. None: the fd limit less an eighth, at least 64 fds kept
+    free; past it the connection idle longest without a request is closed."""
+    header_timeout_s: float = HEADER_TIMEOUT_S
+    """Seconds a new connection has to send its request head."""
+
+    def resolved_token(self) -> str | None:
+        """``token``, else ``$AGENTGYM_SERVE_TOKEN`` (None when neither is set)."""
+        return self.token or os.environ.get(TOKEN_ENV) or None
+
+
 def _server(
     app: Any,
     host: str,
@@ -54,15 +92,19 @@ def _server(
     """A uvicorn server for ``app`` with :mod:`admission control <agentgym.server.admission>`.
 
     ``max_connections`` defaults to :func:`~agentgym.server.admission.connection_cap` of the
-    process's fd limit. WebSocket compression is off: per-message deflate costs a zlib context
+    process's fd limit. WebSocket connections use :mod:`agentgym.server.ws_protocol` (bounded
+    write buffers), and uvicorn's protocol messages go through one rate-limited
+    :class:`~agentgym.server.ratelog.ProtocolLog`. WebSocket compression is off: per-message deflate costs a zlib context
     (hundreds of KB) per connection and CPU per message, for observations of a few KB. The
     event loop is uvicorn's ``loop="auto"``: uvloop where installed (the ``serve`` extra
     installs it off Windows), whose C transports cut the loop's own cost per message.
     """
     uvicorn = _uvicorn()
     cap = max_connections or connection_cap()
+    protocol_log = ProtocolLog(logging.getLogger("uvicorn.error"))
     admission = Admission(cap, header_timeout_s)
     app.state.admission = admission
+    app.state.protocol_log = protocol_log
     config = uvicorn.Config(
         app,
         host=host,
@@ -71,7 +113,8 @@ def _server(
         ws_max_size=max_ws_bytes,
         ws_per_message_deflate=False,
         lifespan="on",
-        http=admitted_protocol(admission),
+        http=admitted_protocol(admission, protocol_log),
+        ws=bounded_ws_protocol(protocol_log),
         backlog=listen_backlog(cap),
         timeout_keep_alive=5,
         h11_max_incomplete_event_size=64 * 1024,  # request heads; bodies are bounded apart

@@ -15,12 +15,16 @@ session. Where env work (build, reset, step, close) runs depends on the env:
   never stalls the others.
 
 Capacity (``max_sessions``) counts live sessions, sessions being built, and envs whose call
-ran past ``step_timeout_s`` and still runs on its thread; nothing else.
+ran past ``step_timeout_s`` and still runs on its thread; nothing else. A new session at
+capacity takes the place of the least recently used idle session that has no episode in
+progress (never reset, its reset failed, or its episode ended), which is closed; only when
+every session has an episode in progress is the newcomer refused (503).
 
 Every env the server builds is closed, whatever ends its session:
 
-* the client closes or drops its WebSocket, or the server stops: closed under the
-  session's lock, after any call in flight;
+* the client closes or drops its WebSocket, sends ``POST /close``, or the server stops:
+  closed under the session's lock, after any call in flight;
+* a new session needs its slot and it has no episode in progress (see above);
 * the session sits idle past ``session_timeout_s``: the reaper closes it;
 * a call runs past ``step_timeout_s``: the session is dropped at once (the client gets an
   error) and the env is closed on its worker thread as soon as the stuck call returns (a
@@ -47,26 +51,24 @@ from typing import Any, TypeVar
 import gymnasium as gym
 
 from agentgym.integrations.session import SessionStart, SessionTurn, TextSession
+from agentgym.server.errors import (
+    CapacityReached,
+    EnvBuildError,
+    EnvBuildTimeout,
+    EnvTimeout,
+    ExecutionError,
+    NoSuchSession,
+    ResetFailed,
+    ResetFirst,
+    SessionError,
+    ShuttingDown,
+)
 from agentgym.server.ratelog import RateLimitedLog
 from agentgym.server.scheduler import CallTimeout, FairScheduler, Timed
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-
-class SessionError(Exception):
-    """A request the server refuses; ``code`` follows OpenEnv's WebSocket error codes.
-
-    ``field`` names the part of the request at fault (``"options"``, ``"action.tool_calls"``),
-    or is None when no single field is.
-    """
-
-    def __init__(self, message: str, code: str, status: int = 400, field: str | None = None):
-        super().__init__(message)
-        self.code = code
-        self.status = status
-        self.field = field
 
 
 @dataclass
@@ -181,6 +183,7 @@ class SessionManager:
         self._probe: asyncio.Future[None] | None = None  # the first build, while it runs
         self.envs_built = 0
         self.envs_closed = 0
+        self.evicted = 0
         self._count_lock = threading.Lock()
         self._building: dict[str, asyncio.Future[Session]] = {}
         self._reaper: asyncio.Task | None = None
@@ -235,13 +238,18 @@ class SessionManager:
             "building": len(self._building),
             "envs_built": self.envs_built,
             "envs_closed": self.envs_closed,
+            "evicted": self.evicted,
             "scheduler": self.scheduler.stats(),
         }
 
     # ---- sessions ---------------------------------------------------------------------------
 
     async def get_or_create(self, sid: str | None = None) -> Session:
-        """The session named ``sid`` (a new one when absent); 503 beyond ``max_sessions``."""
+        """The session named ``sid`` (a new one when absent); 503 beyond ``max_sessions``.
+
+        Callers that ask for an id being built wait for that build and share its session;
+        when it fails they try again (and get its error only from their own build).
+        """
         sid = sid or uuid.uuid4().hex
         while self.builds_inline is None and self._probe is not None:
             await asyncio.shield(self._probe)  # the first env says whether builds block
@@ -249,97 +257,126 @@ class SessionManager:
             if sid in self.sessions:
                 return self.sessions[sid]
             pending = self._building.get(sid)
-            if pending is None:
-                break
-            with contextlib.suppress(SessionError):
-                return await asyncio.shield(pending)
-        if self.live >= self.limits.max_sessions:
-            stuck = self.scheduler.abandoned
-            raise SessionError(
-                f"the server holds its maximum of {self.limits.max_sessions} sessions "
-                f"({len(self.sessions)} open, {len(self._building)} being built"
-                + (f", {stuck} still finishing a call that timed out" if stuck > 0 else "")
-                + "); close one (or wait for idle ones to time out) and retry",
-                "CAPACITY_REACHED",
-                503,
-            )
+            if pending is not None:
+                with contextlib.suppress(SessionError):
+                    return await asyncio.shield(pending)
+                continue
+            if self.live < self.limits.max_sessions:
+                return await self._create(sid)
+            await self._make_room()
+
+    async def _create(self, sid: str) -> Session:
+        """Build session ``sid`` in a slot known to be free; its waiters get the outcome."""
         loop = asyncio.get_running_loop()
-        pending = loop.create_future()
+        pending: asyncio.Future[Session] = loop.create_future()
         self._building[sid] = pending
         probe = None
         if self.builds_inline is None:
             probe = self._probe = loop.create_future()
         try:
-            if self.builds_inline and self.inline_ok:
-                timed = self._inline(self._build)
-            else:
-                timed = await self.scheduler.run(
-                    sid,
-                    self._build,
-                    timeout=self.limits.step_timeout_s,
-                    on_abandon=self._close_text,
-                )
-        except CallTimeout:
-            error = SessionError(
-                f"the env was not built within {self.limits.step_timeout_s:g} s",
-                "FACTORY_ERROR",
-                504,
-            )
+            text = await self._build_env(sid)
+        except BaseException as exc:  # waiters retry on any SessionError; a cancel gives one
+            error = exc if isinstance(exc, SessionError) else EnvBuildError("the build stopped")
             pending.set_exception(error)
-            raise error from None
-        except Exception as exc:
-            error = SessionError(
-                f"could not build the env: {type(exc).__name__}: {exc}", "FACTORY_ERROR", 500
-            )
-            pending.set_exception(error)
-            raise error from exc
+            pending.exception()  # retrieved: waiters got it, nobody else needs a warning
+            raise
         finally:
             self._building.pop(sid, None)
             if probe is not None:
                 self._probe = None
                 probe.set_result(None)
-            if pending.done() and pending.exception() is not None:
-                pending.exception()  # retrieved: waiters got it, nobody else needs a warning
-        session = Session(sid, timed.value, inline=not env_blocks(timed.value))
+        session = Session(sid, text, inline=not env_blocks(text))
         self.builds_inline = session.inline
         if self._stopping:  # built while the server shut down: nobody else would close it
-            session.closed = True
             await asyncio.to_thread(self._close_text, session.text)
-            error = SessionError("the server is shutting down", "SESSION_ERROR", 503)
-            pending.set_exception(error)
+            shutdown = ShuttingDown("the server is shutting down")
+            pending.set_exception(shutdown)
             pending.exception()
-            raise error
+            raise shutdown
         self.sessions[sid] = session
         pending.set_result(session)
         return session
+
+    async def _build_env(self, sid: str) -> TextSession:
+        """A new env for session ``sid``: inline when builds never block, else on a thread."""
+        try:
+            if self.builds_inline and self.inline_ok:
+                return self._inline(self._build).value
+            timed = await self.scheduler.run(
+                sid, self._build, timeout=self.limits.step_timeout_s, on_abandon=self._close_text
+            )
+            return timed.value
+        except CallTimeout:
+            raise EnvBuildTimeout(
+                f"the env was not built within {self.limits.step_timeout_s:g} s"
+            ) from None
+        except Exception as exc:
+            raise EnvBuildError.from_exception(exc, "could not build the env: ") from exc
+
+    def evictable(self) -> Session | None:
+        """The idle session without an episode in progress (never reset, its reset failed, or
+        its episode ended) that was used longest ago, or None."""
+        idle = [
+            s
+            for s in self.sessions.values()
+            if not s.lock.locked() and not (s.started and not s.text.done)
+        ]
+        return min(idle, key=lambda s: s.last_activity, default=None)
+
+    async def _make_room(self) -> None:
+        """Close the :meth:`evictable` session to make room for a new one; 503 when none is.
+
+        Sessions that hold no episode cost an env and give nobody anything: without this, a
+        burst of sessions whose reset failed (or the finished sessions of a trainer that was
+        killed) held every slot until the idle timeout, and real clients got 503 for minutes.
+        """
+        victim = self.evictable()
+        if victim is None:
+            stuck = self.scheduler.abandoned
+            raise CapacityReached(
+                f"the server holds its maximum of {self.limits.max_sessions} sessions "
+                f"({len(self.sessions)} open, {len(self._building)} being built"
+                + (f", {stuck} still finishing a call that timed out" if stuck > 0 else "")
+                + "), each open one busy or in an episode; close one (POST /close) or wait "
+                "for idle ones to time out, and retry"
+            )
+        self.evicted += 1
+        self._log.log(
+            logging.INFO,
+            "evicted",
+            "agentgym serve: at %d sessions; closed idle session %s (no episode in progress) "
+            "to make room",
+            self.limits.max_sessions,
+            victim.id,
+        )
+        await self.close(victim.id)
 
     def find(self, sid: str) -> Session:
         try:
             return self.sessions[sid]
         except KeyError:
-            raise SessionError(
-                f"no session {sid!r} (it may have timed out); call reset first",
-                "SESSION_ERROR",
-                404,
-                "episode_id",
+            raise NoSuchSession(
+                f"no session {sid!r} (it may have timed out); call reset first", "episode_id"
             ) from None
 
-    async def close(self, sid: str) -> None:
-        """Close session ``sid`` after any call in flight; a no-op for unknown ids."""
+    async def close(self, sid: str) -> bool:
+        """Close session ``sid`` after any call in flight; False (and nothing done) for an id
+        the server does not hold."""
         session = self.sessions.pop(sid, None)
         if session is None:
-            return
+            return False
         async with session.lock:
             if session.closed:
-                return
+                return True
             session.closed = True
             if session.inline and self.inline_ok:
                 self._close_text(session.text)
-                return
+                return True
             with contextlib.suppress(CallTimeout):
                 await self.scheduler.run(
                     sid, self._close_text, session.text, timeout=self.limits.step_timeout_s
                 )
+        return True
 
     async def reset(
         self, session: Session, seed: int | None, options: Mapping[str, Any] | None
@@ -353,12 +390,7 @@ class SessionManager:
                 raise
             except Exception as exc:  # bad task id, bad options: the caller's mistake
                 session.started = False  # a half-done reset is no episode to step
-                raise SessionError(
-                    f"reset failed: {type(exc).__name__}: {exc}",
-                    "VALIDATION_ERROR",
-                    400,
-                    "options",
-                ) from exc
+                raise ResetFailed.from_exception(exc, "reset failed: ", "options") from exc
             session.step_count = 0
             session.started = True
             session.last_activity = time.monotonic()
@@ -368,7 +400,7 @@ class SessionManager:
         async with session.lock:
             self._check_open(session)
             if not session.started:
-                raise SessionError("call reset before step", "SESSION_ERROR", 409)
+                raise ResetFirst("call reset before step")
             session.last_activity = time.monotonic()
             try:
                 out = await self._call(session, session.text.step, action)
@@ -378,9 +410,7 @@ class SessionManager:
                 self._log.error(
                     "step", "agentgym serve: step of session %s raised", session.id, exc_info=True
                 )
-                raise SessionError(
-                    f"step failed: {type(exc).__name__}: {exc}", "EXECUTION_ERROR", 500
-                ) from exc
+                raise ExecutionError.from_exception(exc, "step failed: ") from exc
             session.step_count += 1
             session.last_activity = time.monotonic()
             return out
@@ -389,10 +419,8 @@ class SessionManager:
 
     def _check_open(self, session: Session) -> None:
         if session.closed:
-            raise SessionError(
+            raise NoSuchSession(
                 f"session {session.id!r} was closed (timed out or replaced); call reset",
-                "SESSION_ERROR",
-                404,
                 "episode_id",
             )
 
@@ -446,11 +474,9 @@ class SessionManager:
             session.closed = True
             if self.sessions.get(session.id) is session:
                 del self.sessions[session.id]
-            raise SessionError(
+            raise EnvTimeout(
                 f"the env did not answer within {self.limits.step_timeout_s:g} s; "
-                "the session was closed, reset to start a new one",
-                "EXECUTION_ERROR",
-                504,
+                "the session was closed, reset to start a new one"
             ) from None
 
     def _build(self) -> TextSession:

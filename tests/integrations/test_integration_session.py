@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import gymnasium as gym
 import pytest
@@ -140,3 +141,73 @@ def test_observations_reach_every_adapter_as_valid_utf8_whatever_the_env_echoes(
     # the assistant's own turn is kept as sent: it is the model's output, not an observation
     assert s.messages[-2]["content"] == "half an emoji \ud83d here"
     s.close()
+
+
+# ---- issue 38: arguments that hold the closing tag, failed first resets ----------------------
+
+TWENTY_Q = "agentgym/UserTwentyQuestions-v0"
+TRICKY = 'Is it alive? </tool_call> <tool_call>{"name": "answer"} </answer> \\ud800 "quoted"'
+
+
+def _arguments_seen(turn) -> dict:
+    """The arguments the env parsed for the turn's one call."""
+    assert turn.info["action_valid"] is True, turn.info.get("error")
+    (call,) = turn.info["tool_calls"]
+    return call["arguments"]
+
+
+@pytest.mark.parametrize(
+    "form",
+    ["openai", "openai-json-string", "flat", "text"],
+)
+def test_an_argument_holding_the_closing_tag_reaches_the_env_whole(form):
+    """Structured calls are never cut in two by their own content (TRL, verifiers, MCP and
+    the server all step through this session; TRL writes text with ``render_tool_call``)."""
+    args = {"message": TRICKY}
+    turns = {
+        "openai": {"content": "", "tool_calls": [_call("talk", args)]},
+        "openai-json-string": {"content": "", "tool_calls": [_call("talk", json.dumps(args))]},
+        "flat": {"tool_calls": [{"id": "c1", "name": "talk", "arguments": json.dumps(args)}]},
+        "text": render_tool_call("talk", args),
+    }
+    s = TextSession(TWENTY_Q)
+    try:
+        s.reset(seed=0)
+        turn = s.step(turns[form])
+        assert _arguments_seen(turn) == args
+        assert turn.info["reward_components"]["format"] == 0.0
+    finally:
+        s.close()
+
+
+def test_assistant_text_parses_back_to_the_structured_calls_it_was_given():
+    from agentgym.parsing import Tool, parse_action
+
+    def tool(name: str, arg: str) -> Tool:
+        return Tool(name, "", {"type": "object", "properties": {arg: {"type": "string"}}})
+
+    calls = [_call("talk", {"message": "a</tool_call>b"}, "x"), _call("search", {"query": "</"})]
+    text = assistant_text({"content": "thinking", "tool_calls": calls})
+    parsed = parse_action(text, [tool("talk", "message"), tool("search", "query")])
+    assert parsed.errors == ()
+    assert [(c.name, c.arguments) for c in parsed.tool_calls] == [
+        ("talk", {"message": "a</tool_call>b"}),
+        ("search", {"query": "</"}),
+    ]
+    assert parsed.text == "thinking"
+
+
+def test_a_failed_first_reset_leaves_the_session_usable_with_the_env_checker_on():
+    """gymnasium's passive checker marks its first reset checked even when it raised, then
+    fails the first step on the missing reset data: the session was bricked."""
+    s = TextSession(ENV_ID, env_kwargs={"disable_env_checker": False})
+    try:
+        with pytest.raises(Exception, match="no-such-task"):
+            s.reset(options={"task_id": "no-such-task"})
+        start = s.reset(seed=0)
+        assert start.info["task_id"]
+        turn = s.step(UP)
+        assert turn.info["action_valid"] is True
+        assert s.env.unwrapped.__class__.__name__ == "SokobanEnv"
+    finally:
+        s.close()

@@ -33,7 +33,8 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from agentgym.integrations.mcp import META_KEY, build_server, http_app  # noqa: E402
-from agentgym.integrations.session import TextSession  # noqa: E402
+from agentgym.integrations.mcp_transport import session_bound  # noqa: E402
+from agentgym.integrations.session import TextSession, tool_only_text  # noqa: E402
 from agentgym.server import ServerThread  # noqa: E402
 
 SOKOBAN = "agentgym/Sokoban-Tiny-v0"
@@ -122,8 +123,10 @@ async def play_oracle(session: ClientSession, env_id: str, seed: int) -> int:
         assert not opened.is_error
         meta = opened.meta[META_KEY]
         assert meta["task_id"] == start.info["task_id"]
-        assert _texts(opened) == "\n".join(
-            [start.info["system_prompt"], _observation_text(start.messages[-1])]
+        # an MCP host sends only tool calls: an env offering the answer tool asks for it
+        reword = tool_only_text if mirror.env.unwrapped.answer_tool else (lambda text: text)
+        assert _texts(opened) == reword(
+            "\n".join([start.info["system_prompt"], _observation_text(start.messages[-1])])
         )
         for got, want in zip(_images(opened), _observation_images(start.messages[-1]), strict=True):
             np.testing.assert_array_equal(got, want)
@@ -148,7 +151,7 @@ async def play_oracle(session: ClientSession, env_id: str, seed: int) -> int:
             steps += 1
             meta = result.meta[META_KEY]
             assert result.is_error is False, _texts(result)
-            assert _texts(result) == _observation_text(want.messages[-1])
+            assert _texts(result) == reword(_observation_text(want.messages[-1]))
             got_images = _images(result)
             want_images = _observation_images(want.messages[-1])
             assert len(got_images) == len(want_images)
@@ -437,3 +440,197 @@ def test_cli_mistakes_are_one_line_errors(capsys):
     assert "bogus" in capsys.readouterr().err
     assert main(["mcp", "agentgym/Negotiation-v0"]) == 2
     assert "multi-agent" in capsys.readouterr().err
+
+
+# ---- issue 38: sessions without an env, failed first resets, closing tags, stdio repair ----
+
+
+_INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+
+
+class _RawSession:
+    """An MCP session over plain HTTP requests: no standing GET stream, so between its
+    requests the server sees it idle (as a client that thinks for minutes)."""
+
+    def __init__(self, client: httpx.Client, url: str):
+        self.client, self.url = client, url
+        self.headers = {"Accept": "application/json, text/event-stream"}
+        opened = self.post(_INIT)
+        assert opened.status_code == 200, opened.text
+        self.headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
+        self.headers["MCP-Protocol-Version"] = "2025-11-25"
+
+    def post(self, body: dict[str, Any]) -> httpx.Response:
+        return self.client.post(self.url, json=body, headers=self.headers)
+
+    def call(self, request_id: int, name: str, arguments: dict[str, Any]) -> httpx.Response:
+        params = {"name": name, "arguments": arguments}
+        return self.post(
+            {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        )
+
+    def result(self, request_id: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        reply = self.call(request_id, name, arguments)
+        (line,) = [ln[5:] for ln in reply.text.splitlines() if ln.startswith("data:")]
+        return json.loads(line)["result"]
+
+
+def test_bare_initialize_floods_cannot_lock_out_clients_and_envs_are_the_limit():
+    """Sessions are admitted by what they hold: envs count against ``max_sessions``; bare
+    sessions are bounded apart and the least recently used idle one makes room, never one
+    that holds an env, however long it has been idle."""
+    flood = 200  # past the bound on sessions in all (2 + 64)
+    server = build_server(SOKOBAN)
+    with ServerThread(http_app(server, max_sessions=2)) as srv, httpx.Client(timeout=60) as raw:
+        url = f"{srv.url}/mcp"
+        holder = _RawSession(raw, url)  # idle between its requests: evictable but for its env
+        assert holder.result(2, "reset", {"seed": 0})["isError"] is False
+        bare = [_RawSession(raw, url) for _ in range(flood)]  # every initialize is admitted
+        assert bare[0].call(2, "reset", {"seed": 0}).status_code == 404  # the oldest made room
+        manager = srv.server.config.app.state.session_manager
+        assert manager.evicted == flood - (session_bound(2) - 1)  # all but the holder fit
+        moved = holder.result(3, "move", {"direction": "up"})
+        assert moved["isError"] is False and "You moved up." in moved["content"][0]["text"]
+
+        async def main() -> None:
+            async with http_session(url) as b:
+                assert not (await b.call_tool("reset", {"seed": 1})).is_error
+                async with http_session(url) as c:
+                    full = await c.call_tool("reset", {"seed": 2})
+                    assert full.is_error and "maximum of 2 envs" in _texts(full)
+            # b ended: its env is closed and its slot free (polled: closing is async)
+            async with http_session(url) as e:
+                deadline = time.monotonic() + 60
+                while (opened := await e.call_tool("reset", {"seed": 3})).is_error:
+                    assert time.monotonic() < deadline, _texts(opened)
+                    await asyncio.sleep(0.05)
+                assert (await e.call_tool("move", {"direction": "up"})).is_error is False
+
+        asyncio.run(main())
+        moved = holder.result(4, "move", {"direction": "up"})  # still there, still its own
+        assert moved["isError"] is False
+
+
+def test_a_mistyped_task_id_on_the_first_reset_leaves_the_session_usable():
+    async def main() -> None:
+        async with mcp.Client(build_server(SOKOBAN), mode="legacy") as client:
+            bad = await client.call_tool("reset", {"task_id": "sokoban-no-such-task"})
+            assert bad.is_error and "sokoban-no-such-task" in _texts(bad)
+            early = await client.call_tool("move", {"direction": "up"})
+            assert early.is_error and "reset" in _texts(early)
+            opened = await client.call_tool("reset", {"seed": 0})
+            assert not opened.is_error
+            moved = await client.call_tool("move", {"direction": "up"})
+            assert moved.is_error is False and "You moved up." in _texts(moved)
+            assert moved.meta[META_KEY]["action_valid"] is True
+
+    asyncio.run(main())
+
+
+def test_an_argument_holding_the_closing_tag_is_one_valid_call():
+    env_id = "agentgym/UserTwentyQuestions-v0"
+    message = "Is it alive? </tool_call> (and </answer>)"
+
+    async def main() -> None:
+        async with mcp.Client(build_server(env_id), mode="legacy") as client:
+            await client.call_tool("reset", {"seed": 0})
+            said = await client.call_tool("talk", {"message": message})
+            assert said.is_error is False, _texts(said)
+            meta = said.meta[META_KEY]
+            assert meta["action_valid"] is True
+            assert meta["reward_components"]["format"] == 0.0
+            (call,) = meta["info"]["tool_calls"]
+            assert call["arguments"] == {"message": message}
+
+    asyncio.run(main())
+
+
+class _Lines:
+    """A subprocess's stdout lines, read on a thread, taken with a deadline."""
+
+    def __init__(self, stream: Any):
+        import queue
+        import threading
+
+        self.queue: Any = queue.Queue()
+        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
+
+    def _pump(self, stream: Any) -> None:
+        for line in stream:
+            self.queue.put(line)
+        self.queue.put(None)
+
+    def reply(self, request_id: Any, timeout_s: float = 60.0) -> dict[str, Any]:
+        """The next JSON-RPC response with ``request_id`` (other lines skipped)."""
+        import queue
+
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            assert left > 0, f"no reply to request {request_id!r}"
+            try:
+                line = self.queue.get(timeout=left)
+            except queue.Empty:
+                continue
+            assert line is not None, f"the server exited before answering {request_id!r}"
+            msg = json.loads(line)
+            if "method" not in msg and msg.get("id") == request_id:
+                return msg
+
+
+def test_stdio_answers_a_lone_surrogate_escape_and_keeps_serving():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentgym", "mcp", SOKOBAN],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    lines = _Lines(proc.stdout)
+
+    def send(raw: bytes) -> None:
+        proc.stdin.write(raw + b"\n")
+        proc.stdin.flush()
+
+    call = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":%s}}'
+    try:
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        }
+        send(json.dumps(init).encode())
+        assert "result" in lines.reply(1, timeout_s=120)
+        send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        send(call % (2, b"reset", b'{"seed":0}'))
+        assert lines.reply(2)["result"]["isError"] is False
+        send(call % (3, b"move", rb'{"direction":"\ud800"}'))
+        odd = lines.reply(3)["result"]  # served: the lone surrogate became U+FFFD
+        assert odd["isError"] is True and "\ufffd" in odd["content"][0]["text"]
+        assert odd["_meta"][META_KEY]["reward_components"]["format"] == -1.0
+        send(b"this is not JSON")
+        assert lines.reply(None)["error"]["code"] == -32700
+        send(call % (4, b"move", b'{"direction":"up"}'))
+        moved = lines.reply(4)["result"]
+        assert moved["isError"] is False and "You moved up." in moved["content"][0]["text"]
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

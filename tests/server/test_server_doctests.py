@@ -16,6 +16,8 @@ import pytest
         "agentgym.server.ratelog",
         "agentgym.server.admission",
         "agentgym.server.runner",
+        "agentgym.server.auth",
+        "agentgym.integrations.mcp_transport",
     ],
 )
 def test_server_docstring_examples(name):
