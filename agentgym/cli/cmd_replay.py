@@ -3,8 +3,11 @@
 Exit status 0 when every episode replays identically, 1 on any divergence or env error,
 2 when the file cannot be read at all. Damage the reader skipped or repaired is listed as
 "file problem" lines. The file is not trusted: an episode whose env settings are far beyond
-the registered env's is refused (``--trust-settings`` replays it anyway), and each episode
-stops at ``--time-limit`` seconds; both are reported as errors with the reason.
+the registered env's, alone or together, is refused (``--trust-settings`` replays it
+anyway), and the whole file has one budget: ``--time-limit`` seconds and ``--work-limit``
+units (a reset or a step each, times the episode's settings load). The episode running when
+the time is up is stopped, and an episode that would overrun either is not started; all are
+reported as errors with the reason.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from agentgym.error import AgentGymError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from agentgym.trajectory.replay_guard import DEFAULT_TIME_LIMIT_S, DEFAULT_WORK_LIMIT
+
     p = sub.add_parser(
         "replay", help="check that recorded episodes replay identically", description=__doc__
     )
@@ -38,9 +43,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--time-limit",
         type=float,
-        default=None,
+        default=DEFAULT_TIME_LIMIT_S,
         metavar="SECONDS",
-        help="stop an episode's replay after this long (default 120; 0 = no limit)",
+        help="seconds the replay of the whole file may take "
+        f"(default {DEFAULT_TIME_LIMIT_S:g}; 0 = no limit)",
+    )
+    p.add_argument(
+        "--work-limit",
+        type=float,
+        default=DEFAULT_WORK_LIMIT,
+        metavar="UNITS",
+        help="work units the whole file may spend: one per reset or step, times the "
+        f"episode's settings load (default {DEFAULT_WORK_LIMIT:,}; 0 = no limit)",
     )
     p.add_argument(
         "--trust-settings",
@@ -54,9 +68,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agentgym.trajectory import replay
-    from agentgym.trajectory.replay_guard import DEFAULT_TIME_LIMIT_S
 
-    limit = DEFAULT_TIME_LIMIT_S if args.time_limit is None else args.time_limit
     try:
         report = replay(
             args.file,
@@ -64,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
             max_episodes=args.max_episodes,
             reward_tol=args.reward_tol,
             trust_settings=args.trust_settings,
-            time_limit_s=limit,
+            time_limit_s=args.time_limit,
+            work_limit=args.work_limit,
         )
     except AgentGymError:
         raise  # main() prints it as one line

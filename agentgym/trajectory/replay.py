@@ -9,14 +9,16 @@ terminated/truncated flags and success. The first mismatch of an episode is its
 :class:`Divergence`, with a unified diff for text.
 
 Nothing here is env-specific, so every registered single-agent env replays. A file is not
-trusted: settings far beyond the registered env's are refused unless ``trust_settings`` is
-given, and each episode's replay has a time limit (:mod:`.replay_guard`).
+trusted: settings far beyond the registered env's, alone or together, are refused unless
+``trust_settings`` is given, and the replay of a whole file has one budget of seconds and
+work units (:mod:`.replay_guard`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -31,9 +33,12 @@ from agentgym.trajectory.images import StoredImage, pixel_sha256
 from agentgym.trajectory.reader import Episode, Problem, TrajectoryReader
 from agentgym.trajectory.replay_guard import (
     DEFAULT_TIME_LIMIT_S,
+    DEFAULT_WORK_LIMIT,
+    ReplayBudget,
     ReplayTimeout,
     oversized_settings,
     refusal_message,
+    settings_load,
     time_limit,
 )
 
@@ -80,6 +85,13 @@ class ReplayReport:
     path: str
     episodes: list[EpisodeReplay] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    budget: ReplayBudget | None = None
+    """What the replay spent (work units) and was allowed (seconds, work)."""
+
+    @property
+    def work_used(self) -> float:
+        """Work units spent: a reset or a step each, times its episode's settings load."""
+        return 0.0 if self.budget is None else self.budget.work_used
 
     @property
     def ok(self) -> bool:
@@ -106,6 +118,8 @@ class ReplayReport:
             lines.append(f"  file problem {p}")
         if not self.episodes:
             lines.append("  no episodes found")
+        if self.budget is not None:
+            lines.append(f"  {self.budget.summary()}")
         bad = len(self.diverged)
         lines.append(
             "all episodes replayed identically"
@@ -142,6 +156,9 @@ class ReplayReport:
                 for e in self.episodes
             ],
             "problems": [str(p) for p in self.problems],
+            "work_used": self.work_used,
+            "work_limit": None if self.budget is None else self.budget.work,
+            "time_limit_s": None if self.budget is None else self.budget.time_s,
         }
 
 
@@ -261,18 +278,30 @@ def replay_episode(
     env: gym.Env | None = None,
     trust_settings: bool = False,
     time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
+    work_limit: float | None = DEFAULT_WORK_LIMIT,
 ) -> EpisodeReplay:
     """Replay one recorded episode (building its env unless ``env`` is given).
 
-    ``trust_settings`` and ``time_limit_s`` as in :func:`replay`.
+    ``trust_settings``, ``time_limit_s`` and ``work_limit`` as in :func:`replay`, for this
+    one episode. A given ``env`` is the caller's: its settings are neither judged nor
+    weighed (each reset and step costs one unit).
     """
     result = EpisodeReplay(episode.episode_id, episode.env_id, episode.task_id, len(episode.steps))
     cache = None if env is not None else _EnvCache()
+    budget = ReplayBudget(time_limit_s, work_limit, scope="this episode")
     try:
-        return _replay(episode, result, reward_tol, env, cache, trust_settings, time_limit_s)
+        return _replay(episode, result, reward_tol, env, cache, trust_settings, budget)
     finally:
         if cache is not None:
             cache.close()
+
+
+def _load(env_id: str, env_kwargs: Mapping[str, Any]) -> float:
+    """The settings' load as a float (inf when too large for one)."""
+    try:
+        return float(settings_load(env_id, env_kwargs))
+    except OverflowError:
+        return math.inf
 
 
 def _replay(
@@ -282,7 +311,7 @@ def _replay(
     env: gym.Env | None,
     cache: _EnvCache | None,
     trust_settings: bool,
-    time_limit_s: float | None,
+    budget: ReplayBudget,
 ) -> EpisodeReplay:
     start = episode.start
     if start is None:
@@ -295,16 +324,22 @@ def _replay(
         if findings:
             result.error = refusal_message(findings)
             return result
+    load = 1.0 if env is not None else _load(env_id, env_kwargs)
+    refusal = budget.refusal(load, len(episode.steps))
+    if refusal is not None:
+        result.error = refusal
+        return result
     stage = ["building and resetting the env"]
     try:
-        with time_limit(time_limit_s) as check:
-            return _replay_steps(episode, start, result, tol, env, cache, check, stage)
+        with time_limit(budget.time_left()) as check:
+            charge = functools.partial(budget.charge, load)  # a reset or a step begins
+            return _replay_steps(episode, start, result, tol, env, cache, check, charge, stage)
     except ReplayTimeout:
         if env is None and cache is not None:
             cache.discard(env_id, env_kwargs)
         settings = ", ".join(f"{k}={v!r}" for k, v in env_kwargs.items()) or "none"
         result.error = (
-            f"stopped at the time limit of {time_limit_s:g} s for one episode, while "
+            f"stopped at the time limit of {budget.time_s:g} s for {budget.scope}, while "
             f"{stage[0]} (recorded env settings: {settings}); give more time with "
             "--time-limit SECONDS (time_limit_s=...), or 0 for no limit"
         )
@@ -319,9 +354,11 @@ def _replay_steps(
     env: gym.Env | None,
     cache: _EnvCache | None,
     check: Callable[[], None],
+    charge: Callable[[], None],
     stage: list[str],
 ) -> EpisodeReplay:
     try:
+        charge()
         if env is None:
             assert cache is not None
             env = cache.get(str(start.get("env_id")), start.get("env_kwargs") or {})
@@ -343,6 +380,7 @@ def _replay_steps(
     for rec in episode.steps:
         index = int(rec.get("step", result.steps_checked + 1))
         check()
+        charge()
         stage[0] = f"replaying step {index}"
         try:
             live = env.step(rec.get("action", ""))
@@ -365,18 +403,25 @@ def replay(
     reward_tol: float = 1e-9,
     trust_settings: bool = False,
     time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
+    work_limit: float | None = DEFAULT_WORK_LIMIT,
 ) -> ReplayReport:
     """Replay every episode of ``path`` (or the chosen ones); see the module docstring.
 
     Args:
         trust_settings: Build envs with whatever settings the file names. By default an
-            episode whose numeric settings are far beyond the registered env's (see
-            :mod:`.replay_guard`) is not replayed and reported as an error saying why.
-        time_limit_s: Seconds one episode's replay may take (env build, reset and steps);
-            past it the episode is stopped and reported as an error. None or 0: no limit.
+            episode whose numeric settings are far beyond the registered env's, alone or
+            together (see :mod:`.replay_guard`), is not replayed and reported as an error
+            saying why.
+        time_limit_s: Seconds the whole file's replay may take (every env build, reset and
+            step). The episode running at the deadline is stopped, later ones are not
+            started; each is reported as an error saying so. None or 0: no limit.
+        work_limit: Work units the whole file's replay may spend: a reset or a step costs
+            its episode's settings load (1 at the registered settings). An episode whose
+            work does not fit in what is left is not started. None or 0: no limit.
     """
     wanted = None if episode_ids is None else set(episode_ids)
-    report = ReplayReport(str(path))
+    report = ReplayReport(str(path), budget=ReplayBudget(time_limit_s, work_limit))
+    assert report.budget is not None
     cache = _EnvCache()
     try:
         with TrajectoryReader(path) as reader:
@@ -387,7 +432,7 @@ def replay(
                     break
                 result = EpisodeReplay(ep.episode_id, ep.env_id, ep.task_id, len(ep.steps))
                 report.episodes.append(
-                    _replay(ep, result, reward_tol, None, cache, trust_settings, time_limit_s)
+                    _replay(ep, result, reward_tol, None, cache, trust_settings, report.budget)
                 )
             report.problems = list(reader.problems)
     finally:

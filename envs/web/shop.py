@@ -42,9 +42,9 @@ Version History
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
-from agentgym.envs.web.base import Grade, WebEnv
+from agentgym.envs.web.base import Grade, WebEnv, WebOptions
 from agentgym.simulators.browser.site import Site
 from agentgym.simulators.browser.sites.shop import ShopSite, shop_reward
 
@@ -63,11 +63,11 @@ class WebShopEnv(WebEnv):
     default_max_turns: ClassVar[int | None] = 15
     text_mode_ok: ClassVar[bool] = True
 
-    def __init__(self, *, catalog_size: int = 3000, **kwargs: Any):
+    def __init__(self, *, catalog_size: int = 3000, **options: Unpack[WebOptions]):
         self.catalog_size = int(catalog_size)
         self._splits = seeded_splits("shop")
         self._progress_given = False
-        super().__init__(**kwargs)
+        super().__init__(**options)
 
     def env_state(self) -> Any:
         return self._progress_given

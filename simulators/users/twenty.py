@@ -201,6 +201,14 @@ class TwentyQuestionsDialogue(Dialogue):
         )
 
     def answer(self, answer: str) -> ToolResult:
+        if self.done:  # one guess per game: a later one neither scores nor changes the verdict
+            return ToolResult(
+                "User: The game is over.",
+                scores={"outcome": 0.0},
+                stop=True,
+                success=self.success,
+                valid=False,
+            )
         named = mentioned(answer, NAMES)
         self.guess = named[0] if len(named) == 1 else answer[:40]
         self.success = named == [self.secret]

@@ -62,7 +62,9 @@ def tesseract_version() -> str:
     try:
         import pytesseract
     except ImportError as exc:
-        raise _unavailable("pytesseract is not installed: pip install 'agentgym[visual]'") from exc
+        raise _unavailable(
+            "pytesseract is not installed: pip install 'agentgym-suite[visual]'"
+        ) from exc
     try:
         return str(pytesseract.get_tesseract_version())
     except Exception as exc:
@@ -72,22 +74,50 @@ def tesseract_version() -> str:
         ) from exc
 
 
+#: White border (px) put around every image given to tesseract.
+MARGIN = 10
+
+
+def _grown(width: int, height: int) -> tuple[int, int]:
+    """The size after the upscale to :data:`MIN_HEIGHT` (unchanged when tall enough)."""
+    if height >= MIN_HEIGHT:
+        return width, height
+    factor = MIN_HEIGHT / max(1, height)
+    return max(1, round(width * factor)), MIN_HEIGHT
+
+
+def _shrunk(width: int, height: int) -> tuple[int, int]:
+    """The size after the shrink to :data:`MAX_PIXELS` (unchanged when small enough)."""
+    if width * height <= MAX_PIXELS:
+        return width, height
+    factor = (MAX_PIXELS / (width * height)) ** 0.5
+    return max(1, int(width * factor)), max(1, int(height * factor))
+
+
+def fitted_size(width: int, height: int) -> tuple[int, int]:
+    """The size :func:`fit_for_tesseract` gives a ``width`` x ``height`` image, computed
+    without touching pixels (so a caller can price an OCR call before preparing it)."""
+    width, height = _shrunk(*_grown(width, height))
+    return width + 2 * MARGIN, height + 2 * MARGIN
+
+
 def fit_for_tesseract(image: Image.Image) -> Image.Image:
     """What tesseract is given for ``image``: grey, scaled into range, with a white margin.
 
     Its pixel count is what one OCR call costs (tesseract's time grows with it), which is how
-    the visual envs meter OCR (:func:`ocr_cost`) without timing anything.
+    the visual envs meter OCR (:func:`ocr_cost`) without timing anything; its size is
+    :func:`fitted_size` of the image's.
     """
     img = image.convert("L")
-    if img.height < MIN_HEIGHT:
-        factor = MIN_HEIGHT / max(1, img.height)
-        img = img.resize((max(1, round(img.width * factor)), MIN_HEIGHT), Image.Resampling.LANCZOS)
-    if img.width * img.height > MAX_PIXELS:
-        factor = (MAX_PIXELS / (img.width * img.height)) ** 0.5
-        img = img.resize((max(1, int(img.width * factor)), max(1, int(img.height * factor))))
+    size = _grown(*img.size)
+    if size != img.size:
+        img = img.resize(size, Image.Resampling.LANCZOS)
+    size = _shrunk(*img.size)
+    if size != img.size:
+        img = img.resize(size)
     # a white margin helps tesseract find text that touches the crop's edge
-    framed = Image.new("L", (img.width + 20, img.height + 20), 255)
-    framed.paste(img, (10, 10))
+    framed = Image.new("L", (img.width + 2 * MARGIN, img.height + 2 * MARGIN), 255)
+    framed.paste(img, (MARGIN, MARGIN))
     return framed
 
 

@@ -25,6 +25,7 @@ from agentgym.simulators.visual.ocr import (
     OcrError,
     OcrUnavailableError,
     fit_for_tesseract,
+    fitted_size,
     ocr_cost,
     read_text,
 )
@@ -287,16 +288,19 @@ def view_box(scene: Scene, box: Sequence[Any]) -> tuple[Box, str]:
     return (cx0, cy0, cx1, cy1), note
 
 
-def _source_crop(scene: Scene, box: Box) -> Image.Image:
+def _source_box(scene: Scene, box: Box) -> tuple[int, int, int, int]:
+    """The source pixels under a view box (left, top, right, bottom), rounded outwards."""
     s = scene.scale
-    return scene.image.crop(
-        (
-            math.floor(box[0] * s),
-            math.floor(box[1] * s),
-            math.ceil(box[2] * s),
-            math.ceil(box[3] * s),
-        )
+    return (
+        math.floor(box[0] * s),
+        math.floor(box[1] * s),
+        math.ceil(box[2] * s),
+        math.ceil(box[3] * s),
     )
+
+
+def _source_crop(scene: Scene, box: Box) -> Image.Image:
+    return scene.image.crop(_source_box(scene, box))
 
 
 def _fit(image: Image.Image, long_side: int) -> Image.Image:
@@ -355,6 +359,44 @@ def prepare_for_ocr(crop: Image.Image, angle: float, enhance: bool) -> Image.Ima
     return img
 
 
+def rotated_size(width: int, height: int, angle: float) -> tuple[int, int]:
+    """The size of ``Image.rotate(angle, expand=True)`` on a ``width`` x ``height`` image.
+
+    Pillow's own arithmetic, done on four corners instead of pixels: a quarter turn swaps
+    the sides (Pillow transposes); any other angle gives the bounding box of the rotated
+    corners, rounded outwards (at 0 and 180 degrees that is the image's own size, the
+    sines and cosines being rounded to 15 places as Pillow does).
+    """
+    angle = angle % 360.0
+    if angle in (90.0, 270.0):
+        return height, width
+    rad = -math.radians(angle)
+    a, b = round(math.cos(rad), 15), round(math.sin(rad), 15)
+    d, e = round(-math.sin(rad), 15), round(math.cos(rad), 15)
+    cx, cy = width / 2, height / 2
+    c = a * -cx + b * -cy + cx  # the translation that keeps the centre in place
+    f = d * -cx + e * -cy + cy
+    corners = ((0, 0), (width, 0), (width, height), (0, height))
+    xs = [a * x + b * y + c for x, y in corners]
+    ys = [d * x + e * y + f for x, y in corners]
+    return (
+        math.ceil(max(xs)) - math.floor(min(xs)),
+        math.ceil(max(ys)) - math.floor(min(ys)),
+    )
+
+
+def ocr_cost_of(scene: Scene, region: Box, angle: float) -> int:
+    """What ``ocr`` of a (validated) view ``region`` at ``angle`` costs, from sizes alone.
+
+    Equal to :func:`~.ocr.ocr_cost` of the image the call would hand to tesseract, but
+    computed without cropping, rotating or scaling anything, so that a call the budget
+    refuses costs no image work at all.
+    """
+    left, top, right, bottom = _source_box(scene, region)
+    fitted_w, fitted_h = fitted_size(*rotated_size(right - left, bottom - top, angle))
+    return fitted_w * fitted_h
+
+
 def ocr(
     scene: Scene,
     box: Sequence[Any],
@@ -364,14 +406,13 @@ def ocr(
 ) -> ToolResult:
     """Tesseract on a region; refused (``over_budget``) when it would cost over ``budget_px``.
 
-    The cost is the pixel count handed to tesseract (:func:`~.ocr.ocr_cost`), known before
-    tesseract runs, so a budget bounds OCR time without timing anything (deterministic).
+    The cost is the pixel count handed to tesseract (:func:`~.ocr.ocr_cost`), known from
+    the box and the angle before any image work (:func:`ocr_cost_of`), so a budget bounds
+    OCR time without timing anything (deterministic) and a refused call prepares nothing.
     """
     region, note = view_box(scene, box)
     turn = _finite(angle, "angle") if angle is not None else 0.0
-    crop = _source_crop(scene, region)
-    fitted = fit_for_tesseract(prepare_for_ocr(crop, turn % 360.0, bool(enhance)))
-    cost = ocr_cost(fitted)
+    cost = ocr_cost_of(scene, region, turn)
     if budget_px is not None and cost > budget_px:
         text = (
             f"ocr of {_fmt_box(region)} was not run: it would read {cost / 1e6:.2f} MP, more "
@@ -380,6 +421,8 @@ def ocr(
             "time grows with the pixels read), or use the text you already have."
         )
         return ToolResult(text, region=region, over_budget=True)
+    fitted = fit_for_tesseract(prepare_for_ocr(_source_crop(scene, region), turn, bool(enhance)))
+    cost = ocr_cost(fitted)  # the same figure (tested); what was read is what is charged
     try:
         text = read_text(fitted, fitted=True)
     except OcrUnavailableError as exc:

@@ -19,6 +19,7 @@ from agentgym.trajectory.writer import TrajectoryWriter
 
 #: Families whose envs need a marked resource (so `-m "not browser"` etc. deselects them).
 FAMILY_MARKS = {"web": pytest.mark.browser, "code": pytest.mark.sandbox}
+FAMILY_MARKS["repo"] = pytest.mark.sandbox  # RepoFix runs its tools in the sandbox too
 SINGLE_AGENT_IDS = [
     pytest.param(r.id, marks=[FAMILY_MARKS[r.family]] if r.family in FAMILY_MARKS else [])
     for r in agentgym.list_envs(multi_agent=False)

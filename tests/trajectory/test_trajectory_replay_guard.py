@@ -3,7 +3,9 @@
 ``agentgym replay`` of a three-frame file whose ``env_kwargs`` asked for
 ``{"min_moves": 100000}`` (Sokoban) or ``catalog_size=3_000_000`` (WebShopText) was still
 running after 45 s. Now such settings are refused with the reason, and with
-``--trust-settings`` the episode stops at the time limit, also with the reason.
+``--trust-settings`` the episode stops at the time limit, also with the reason. (Issue 38
+made the time limit cover the whole file and judged settings together: see
+test_trajectory_replay_budget.py.)
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def test_trusted_settings_stop_at_the_time_limit_and_outer_timers_survive(tmp_pa
     (episode,) = report.episodes
     assert episode.error is not None
     assert episode.error.startswith(
-        "stopped at the time limit of 0.5 s for one episode, while building and resetting"
+        "stopped at the time limit of 0.5 s for the whole file, while building and resetting"
     )
     assert "min_moves=100000" in episode.error
     # a timer that was running before (pytest-timeout's, if any) is put back
@@ -99,7 +101,11 @@ def test_settings_near_the_registered_ones_replay(tmp_path: Path):
 
 
 def test_oversized_settings_rule():
-    assert oversized_settings(SOKOBAN, {"max_turns": 100, "min_moves": 20}) == []
+    assert oversized_settings(SOKOBAN, {"max_turns": 100}) == []
+    assert oversized_settings(SOKOBAN, {"min_moves": 20}) == []
+    # together they are 100x the registered env: refused since issue 38 (see
+    # test_trajectory_replay_budget.py for the rule that multiplies growths)
+    assert len(oversized_settings(SOKOBAN, {"max_turns": 100, "min_moves": 20})) == 1
     assert oversized_settings(SOKOBAN, {"max_turns": 101}) == [
         "max_turns=101 (the registered env uses 10; at most 100)"
     ]
