@@ -14,6 +14,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from agentgym.core import AgentEnv, ResetOutcome, Snapshot, StepOutcome
+from agentgym.env_options import BaseOptions, EnvOptions
 from agentgym.parsing import ParsedAction, Tool, ToolCall, parse_action
 from agentgym.registry import (
     EnvRecord,
@@ -26,6 +27,8 @@ from agentgym.registry import (
 
 __all__ = [
     "AgentEnv",
+    "BaseOptions",
+    "EnvOptions",
     "EnvRecord",
     "ParsedAction",
     "ResetOutcome",
@@ -70,6 +73,8 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# Gymnasium's vector-env and flatten handlers for the agentgym spaces (registered on import).
+from agentgym import space_utils as _space_utils  # noqa: E402,F401
 from agentgym.registry import discover as _discover  # noqa: E402
 
 _discover()

@@ -15,20 +15,25 @@ One turn of an LLM agent is one ``step``:
 
 Subclasses implement a small template (see :class:`AgentEnv`): a task set, ``_reset``,
 ``_step`` and ``state_key``; the base class does task selection, parsing, reward summation,
-the info keys, turn budgets and a replay-based ``snapshot``/``restore``.
+the info keys, turn budgets and a replay-based ``snapshot``/``restore``. It also takes the
+options every env has (:class:`~agentgym.env_options.EnvOptions`: ``split``,
+``reward_weights``, ``max_turns``, ``render_mode``, ``max_text_length``, ``answer_tool``), so
+they work the same on every id.
 """
 
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Never
 
 import gymnasium as gym
 import numpy as np
 
-from agentgym.error import InvalidConfigError, UnknownTaskError
+from agentgym.env_options import BASE_OPTION_NAMES, BaseOptions, EnvOptions
+from agentgym.error import InvalidConfigError, UnknownOptionError, UnknownTaskError
 from agentgym.parsing import (
     ANSWER_TOOL,
     ANSWER_TOOL_NOTE,
@@ -49,6 +54,19 @@ RESET_INFO_KEYS = ("task_id", "instruction", "system_prompt", "tools", "state_ke
 STEP_INFO_KEYS = ("reward_components", "action_valid", "error", "tool_calls", "state_key")
 
 _TRUNCATION_MARK = "\n[... truncated: {n} more characters]"
+_NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+__all__ = [
+    "RESET_INFO_KEYS",
+    "STEP_INFO_KEYS",
+    "AgentEnv",
+    "BaseOptions",
+    "EnvOptions",
+    "Observation",
+    "ResetOutcome",
+    "Snapshot",
+    "StepOutcome",
+]
 
 
 def _copied_state(state: Any) -> Any:
@@ -134,6 +152,11 @@ class AgentEnv(gym.Env[Observation, str]):
     and may override ``tools`` (the tools the model may call), ``admissible_actions()``,
     ``oracle_action()`` (a privileged reference move for scripted policies), and
     ``_native_snapshot()/_native_restore()`` for a cheap state copy (the default replays).
+
+    A subclass's constructor declares only its own keywords and passes the base options on::
+
+        def __init__(self, *, size: int = 4, **base: Unpack[BaseOptions]):
+            super().__init__(**base)
     """
 
     metadata = {"family": "", "render_modes": ["ansi"]}
@@ -149,42 +172,31 @@ class AgentEnv(gym.Env[Observation, str]):
     def __init__(
         self,
         *,
-        split: str = "train",
-        reward_weights: Mapping[str, float] | None = None,
-        max_turns: int | None = None,
-        render_mode: str | None = None,
-        max_text_length: int = 1 << 20,
-        answer_tool: bool = False,
+        # The defaults have one source: EnvOptions (a field's class attribute is its default).
+        split: str = EnvOptions.split,
+        reward_weights: Mapping[str, float] | None = EnvOptions.reward_weights,
+        max_turns: int | None = EnvOptions.max_turns,
+        render_mode: str | None = EnvOptions.render_mode,
+        max_text_length: int = EnvOptions.max_text_length,
+        answer_tool: bool = EnvOptions.answer_tool,
+        **unknown: Never,
     ):
-        if split not in self.splits:
-            raise InvalidConfigError(f"split must be one of {self.splits}, got {split!r}.")
-        weights = dict(self.default_reward_weights)
-        for name, value in (reward_weights or {}).items():
-            if name not in weights:
-                raise InvalidConfigError(
-                    f"{type(self).__name__} has no reward component {name!r}; "
-                    f"its components are {sorted(weights)}."
-                )
-            weights[name] = float(value)
-        if render_mode is not None and render_mode not in self.metadata.get("render_modes", []):
-            raise InvalidConfigError(
-                f"render_mode {render_mode!r} is not supported; "
-                f"choose from {self.metadata.get('render_modes', [])}."
-            )
-        if answer_tool and not self.answers_in_text:
-            raise InvalidConfigError(
-                f"answer_tool=True needs an env whose episode ends with an <answer>; "
-                f"{type(self).__name__} does not take one (its own tools end the episode)."
-            )
-        self.split = split
-        #: Offer :data:`~agentgym.parsing.ANSWER_TOOL` next to ``<answer>`` text (see
-        #: docs/contract.md), so frameworks that forward only tool calls can answer.
-        self.answer_tool = bool(answer_tool)
-        self.reward_weights: dict[str, float] = weights
-        self.max_turns = self.default_max_turns if max_turns is None else int(max_turns)
-        self.render_mode = render_mode
-        self.max_text_length = int(max_text_length)
-        self.observation_space = observation_space(max_text_length=self.max_text_length)
+        """Take the base options, the same on every env (:class:`EnvOptions` says what each
+        does); a subclass declares its own keywords and passes these on as
+        ``**base: Unpack[BaseOptions]``. A keyword that no class of the env takes raises
+        :class:`~agentgym.error.UnknownOptionError`, naming the options it does take."""
+        if unknown:
+            raise UnknownOptionError(type(self).__name__, unknown, self.option_names())
+        #: The base options this env was built with, as given (None: the env's default).
+        self.env_options = EnvOptions(
+            split=split,
+            reward_weights=reward_weights,
+            max_turns=max_turns,
+            render_mode=render_mode,
+            max_text_length=max_text_length,
+            answer_tool=answer_tool,
+        )
+        self._apply_options(self.env_options)
         self.action_space = action_space()
         self._task_id: str | None = None
         self._options: dict[str, Any] = {}
@@ -195,6 +207,60 @@ class AgentEnv(gym.Env[Observation, str]):
         self._success = False
         self._last_obs: Observation = {"text": "", "images": ()}
         self._closed = False
+
+    def _apply_options(self, options: EnvOptions) -> None:
+        """Check the base options against this env and set what they drive."""
+        if options.split not in self.splits:
+            raise InvalidConfigError(f"split must be one of {self.splits}, got {options.split!r}.")
+        weights = dict(self.default_reward_weights)
+        for name, value in (options.reward_weights or {}).items():
+            if name not in weights:
+                raise InvalidConfigError(
+                    f"{type(self).__name__} has no reward component {name!r}; "
+                    f"its components are {sorted(weights)}."
+                )
+            weights[name] = value
+        modes = self.metadata.get("render_modes", [])
+        if options.render_mode is not None and options.render_mode not in modes:
+            raise InvalidConfigError(
+                f"render_mode {options.render_mode!r} is not supported; choose from {modes}."
+            )
+        if options.answer_tool and not self.answers_in_text:
+            raise InvalidConfigError(
+                f"answer_tool=True needs an env whose episode ends with an <answer>; "
+                f"{type(self).__name__} does not take one (its own tools end the episode)."
+            )
+        self.split = options.split
+        #: Offer :data:`~agentgym.parsing.ANSWER_TOOL` next to ``<answer>`` text (see
+        #: docs/contract.md), so frameworks that forward only tool calls can answer.
+        self.answer_tool = options.answer_tool
+        self.reward_weights: dict[str, float] = weights
+        self.max_turns = self.default_max_turns if options.max_turns is None else options.max_turns
+        self.render_mode = options.render_mode
+        self.max_text_length = options.max_text_length
+        self.observation_space = observation_space(max_text_length=self.max_text_length)
+
+    @classmethod
+    def option_names(cls) -> tuple[str, ...]:
+        """Every keyword the constructor takes, sorted: the env's own and the base options.
+
+        Each class from ``cls`` up that defines ``__init__`` adds its named parameters; one
+        that passes ``**options`` on lets the walk go on to its base class, and reaching
+        ``AgentEnv`` adds the base options.
+        """
+        names: set[str] = set()
+        for klass in cls.__mro__:
+            if klass is AgentEnv:
+                names.update(BASE_OPTION_NAMES)
+                break
+            init = klass.__dict__.get("__init__")
+            if init is None:
+                continue
+            params = list(inspect.signature(init).parameters.values())[1:]  # past self
+            names.update(p.name for p in params if p.kind in _NAMED)
+            if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+                break
+        return tuple(sorted(names))
 
     # ---- the template subclasses fill in ---------------------------------------------------
 

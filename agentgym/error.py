@@ -45,6 +45,26 @@ class InvalidConfigError(AgentGymError, ValueError):
     """A constructor argument with a value the env cannot use."""
 
 
+class UnknownOptionError(InvalidConfigError):
+    """A keyword argument that an env's constructor does not take; the message names the
+    env's options and a close match. (An :class:`InvalidConfigError`, not Python's
+    ``TypeError``, so that it reaches the caller of ``gym.make`` as raised.)"""
+
+    def __init__(self, owner: str, unknown: Iterable[str], accepted: Iterable[str]):
+        unknown, accepted = sorted(unknown), sorted(accepted)
+        hints = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, accepted, n=1, cutoff=0.6)
+            hints.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+        super().__init__(
+            f"{owner} takes no option {', '.join(hints)}. Its options: {', '.join(accepted)}. "
+            "The base options (split, reward_weights, max_turns, render_mode, max_text_length, "
+            "answer_tool) are the same on every env: see docs/contract.md#env-options."
+        )
+        self.unknown = unknown
+        self.accepted = accepted
+
+
 class DependencyMissingError(AgentGymError, ImportError):
     """An optional dependency (Python package or system program) is not installed."""
 

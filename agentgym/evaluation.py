@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import comb
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -31,6 +31,7 @@ from agentgym.agents.base import Policy, PolicyInput
 from agentgym.error import InvalidConfigError
 
 __all__ = [
+    "EvalConfig",
     "EvalReport",
     "TaskResult",
     "evaluate",
@@ -40,6 +41,84 @@ __all__ = [
     "report_ks",
     "user_seed_for",
 ]
+
+
+@dataclass
+class EvalConfig:
+    """What ``agentgym eval`` plays and how; its flags, defaults and help are these fields.
+
+    Example:
+        >>> EvalConfig("agentgym/Sokoban-Tiny-v0", policy="oracle").episodes
+        100
+    """
+
+    env_id: str
+    """A registered id (see ``agentgym list``)."""
+    policy: Literal["oracle", "random", "noisy-oracle", "checkpoint", "hf", "openai"] = "checkpoint"
+    """What plays: a scripted baseline (``oracle``, ``random``, ``noisy-oracle``), a
+    ``checkpoint`` of ``agentgym train``, a local transformers model (``hf``) or a model
+    behind an OpenAI-compatible server (``openai``)."""
+    checkpoint: str | None = None
+    """``policy="checkpoint"``: the ``checkpoint.pt`` (or its run folder)."""
+    model: str | None = None
+    """``policy="hf"``: a local transformers folder; ``policy="openai"``: the served model's
+    name."""
+    base_url: str | None = None
+    """``policy="openai"``: the server's OpenAI-compatible root, e.g.
+    ``http://127.0.0.1:8000/v1``."""
+    api_key_env: str | None = None
+    """``policy="openai"``: the environment variable holding the API key (never the key
+    itself). None: ``OPENAI_API_KEY``, sent when set; a variable named here must be set."""
+    request_timeout: float = 120.0
+    """``policy="openai"``: seconds to wait for one reply."""
+    epsilon: float = 0.2
+    """``policy="noisy-oracle"``: the chance of a random admissible action."""
+    episodes: int = field(default=100, metadata={"min": 1})
+    """Held-out tasks per mode."""
+    split: str = "test"
+    """Task split; envs with more (``valid``, ``test_seen``, ``test_unseen``) list them on
+    their docs page."""
+    mode: Literal["both", "greedy", "sampled"] | None = None
+    """``greedy`` (temperature 0), ``sampled`` (the policy's temperature, or
+    ``temperature``), or ``both`` (every episode twice). None: sampled when ``temperature``
+    > 0 or ``samples_per_task`` > 1 asks for sampling, else greedy."""
+    temperature: float | None = None
+    """The sampled mode's temperature. None: the policy's own (``openai``: 1.0)."""
+    top_p: float | None = None
+    """``policy="openai"``: nucleus sampling mass, sent as the request's top_p. None: the
+    server's."""
+    extra_body: dict[str, Any] | None = None
+    """``policy="openai"``: a JSON object merged into every request, e.g.
+    ``{"chat_template_kwargs": {"enable_thinking": false}}``."""
+    samples_per_task: int = field(default=1, metadata={"min": 1})
+    """Play each task this many times and report pass@k and pass^k."""
+    tool_messages: Literal["auto", "native", "text"] | None = None
+    """``policy="openai"``: past tool calls as native ``tool_calls`` and ``role: tool``
+    messages, as text, or ``auto``. None: auto (native until the server refuses them, then
+    text)."""
+    retries: int = 4
+    """``policy="openai"``: retries of a request answered 429/5xx or cut off, with
+    exponential backoff 1, 2, 4... s."""
+    history_turns: int | None = None
+    """Turn pairs of history in the input; -1: all. None: the checkpoint's, all for
+    ``policy="openai"``, else 1."""
+    env_kwargs: dict[str, Any] | None = None
+    """Passed to ``gym.make``. None: the checkpoint's env settings (its split aside), else
+    none."""
+    seed: int = 0
+    """Episode k is reset with seed + k."""
+    num_envs: int = field(default=16, metadata={"min": 1})
+    """Envs stepped concurrently (``policy="openai"``: also the requests in flight)."""
+    device: str = "cpu"
+    """``cpu`` or ``cuda`` (learned policies)."""
+    max_new_tokens: int = 256
+    """``policy="hf"`` or ``openai``: generation budget per turn (sent as ``max_tokens``)."""
+    out: str | None = None
+    """Per-episode results as JSON lines, each written the moment its episode ends."""
+    record: str | None = None
+    """Write every step of every episode to this ``.agtr`` trajectory file."""
+    progress: bool = True
+    """Draw a progress bar (never into a redirected stderr)."""
 
 
 def _check(n: int, c: int, k: int) -> None:

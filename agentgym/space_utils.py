@@ -4,8 +4,8 @@ Gymnasium's vector envs and flatten helpers dispatch on the space type
 (``functools.singledispatch``); a custom space works with them once it has handlers. This
 module registers them, so ``AsyncVectorEnv`` at its default ``shared_memory=True``,
 ``gym.make_vec(..., vectorization_mode="async")`` and ``FlattenObservation`` run on every
-agentgym id. It is imported by :mod:`agentgym.spaces`, so the handlers exist as soon as
-the spaces do.
+agentgym id. ``import agentgym`` imports it, so the handlers exist as soon as the spaces
+can be used (a package is imported before any of its modules).
 
 Shared memory. Text and images vary in size and their bounds are large (a million
 characters, sixteen 4096x4096 images), so a fixed buffer per env sized to the bounds would
@@ -13,7 +13,7 @@ be gigabytes. Each env instead gets a *slot*: a shared inline buffer (64 KiB for
 1 MiB for images, or the bound if smaller) and, for a value that does not fit, a file in
 a private directory on tmpfs (``/dev/shm`` where it exists). Nothing is cut: every value
 comes back byte for byte. Text is stored as UTF-8 (lone surrogates kept), images as their
-shapes followed by their raw bytes.
+shapes followed by their raw bytes (the byte forms of :mod:`agentgym.spaces`).
 
 ``read_from_shared_memory`` returns a live view (:class:`SharedBatch`), like the numpy
 views Gymnasium returns for Box spaces: indexing decodes the slot's current value.
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.util
-import json
 import os
 import shutil
 import sys
@@ -59,7 +58,14 @@ from gymnasium.vector.utils import (
     write_to_shared_memory,
 )
 
-from agentgym.spaces import RGBImages, UnicodeText
+from agentgym.spaces import (
+    RGBImages,
+    UnicodeText,
+    decode_images,
+    decode_text,
+    encode_images,
+    encode_text,
+)
 
 __all__ = [
     "INLINE_IMAGE_BYTES",
@@ -78,43 +84,6 @@ INLINE_TEXT_BYTES = 64 * 1024
 INLINE_IMAGE_BYTES = 1024 * 1024
 
 _MAX_CODE_POINT = 0x10FFFF
-
-
-# ---- encoding ---------------------------------------------------------------------------------
-
-
-def encode_text(text: str) -> bytes:
-    """UTF-8 bytes of ``text``; lone surrogates are kept (``surrogatepass``)."""
-    return text.encode("utf-8", "surrogatepass")
-
-
-def decode_text(data: bytes) -> str:
-    """The inverse of :func:`encode_text`."""
-    return data.decode("utf-8", "surrogatepass")
-
-
-def encode_images(images: tuple[np.ndarray, ...]) -> bytes:
-    """``[count, h1, w1, h2, w2, ...]`` as int64, then each image's raw uint8 bytes."""
-    header = [len(images)]
-    for img in images:
-        header += [int(img.shape[0]), int(img.shape[1])]
-    parts = [np.asarray(header, dtype="<i8").tobytes()]
-    parts += [np.ascontiguousarray(img, dtype=np.uint8).tobytes() for img in images]
-    return b"".join(parts)
-
-
-def decode_images(data: bytes) -> tuple[np.ndarray, ...]:
-    """The inverse of :func:`encode_images`; each image is a fresh, writable array."""
-    count = int(np.frombuffer(data, dtype="<i8", count=1)[0])
-    shapes = np.frombuffer(data, dtype="<i8", count=2 * count, offset=8).reshape(count, 2)
-    offset = 8 * (1 + 2 * count)
-    out = []
-    for h, w in shapes:
-        size = int(h) * int(w) * 3
-        flat = np.frombuffer(data, dtype=np.uint8, count=size, offset=offset)
-        out.append(flat.reshape(int(h), int(w), 3).copy())
-        offset += size
-    return tuple(out)
 
 
 # ---- shared slots -----------------------------------------------------------------------------
@@ -337,46 +306,20 @@ def _flatdim(space: Space[Any]) -> int:
 
 
 # ---- Minari ------------------------------------------------------------------------------------
-# Minari serialises a dataset's spaces with its own dispatchers (``serialize_space`` on the
-# type, ``deserialize_space`` on a "type" string). Importing Minari takes seconds, so the
-# handlers are registered when ``minari.serialization`` is first imported (or now, if it
-# already was), never by importing Minari from here.
+# Minari serialises a dataset's spaces with its own dispatchers; agentgym.integrations.minari
+# registers the agentgym spaces with them. Importing Minari takes seconds, so that happens
+# when ``minari.serialization`` is first imported (or now, if it already was), never by
+# importing Minari from here: ``minari.load_dataset`` then rebuilds the spaces in any process
+# that imported agentgym.
 
 _MINARI_MODULE = "minari.serialization"
 
 
-def _serialize_text(space: UnicodeText, to_string: bool = True) -> Any:
-    out = {"type": "AgentGymUnicodeText", "max_length": space.max_length}
-    return json.dumps(out) if to_string else out
-
-
-def _serialize_images(space: RGBImages, to_string: bool = True) -> Any:
-    # Only a plain minari.DataCollector(env) serialises RGBImages itself, and it cannot record
-    # them (it fails when the first episode is written): refuse it now, naming the helper
-    # that can. agentgym's data_collector stores PackedImages instead.
-    from agentgym.integrations.minari import plain_collector_error
-
-    raise plain_collector_error(space)
-
-
 def register_minari(module: ModuleType) -> None:
-    """Register serialisers for the agentgym spaces with ``minari.serialization``."""
-    module.serialize_space.register(UnicodeText)(_serialize_text)
-    module.serialize_space.register(RGBImages)(_serialize_images)
-    module.deserialize_space.register("AgentGymUnicodeText")(
-        lambda d: UnicodeText(int(d["max_length"]))
-    )
-    module.deserialize_space.register("AgentGymRGBImages")(
-        lambda d: RGBImages(int(d["max_images"]), int(d["max_height"]), int(d["max_width"]))
-    )
-    from agentgym.integrations.minari import PackedImages, serialize_packed
+    """Register the agentgym spaces with ``minari.serialization`` (``module``)."""
+    from agentgym.integrations.minari import register_serializers
 
-    module.serialize_space.register(PackedImages)(serialize_packed)
-    module.deserialize_space.register("AgentGymPackedImages")(
-        lambda d: PackedImages(
-            RGBImages(int(d["max_images"]), int(d["max_height"]), int(d["max_width"]))
-        )
-    )
+    register_serializers(module)
 
 
 class _RunAfterExec(importlib.abc.Loader):

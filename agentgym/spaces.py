@@ -4,7 +4,12 @@ gymnasium's own ``spaces.Text`` draws from an alphanumeric charset, so it reject
 model output (spaces, punctuation, ``<tool_call>``, any non-ASCII letter). ``UnicodeText``
 accepts any ``str`` up to a length bound and samples strings that look like model output,
 which is what conformance fuzzing needs. ``RGBImages`` holds a tuple of HxWx3 uint8 arrays
-of any size within bounds.
+of any size within bounds. :func:`encode_text` / :func:`encode_images` (and their inverses)
+are the lossless byte form of their values.
+
+Gymnasium's vector-env and flatten handlers for these spaces live in
+:mod:`agentgym.space_utils`, which ``import agentgym`` loads (a package is always imported
+before its modules, so the handlers exist whenever these spaces can be used).
 """
 
 from __future__ import annotations
@@ -154,5 +159,40 @@ def action_space(max_length: int = 1 << 20) -> UnicodeText:
     return UnicodeText(max_length)
 
 
-# Gymnasium's vector-env and flatten handlers for the spaces above (registered on import).
-from agentgym import space_utils as _space_utils  # noqa: E402,F401
+# ---- values as bytes --------------------------------------------------------------------------
+# The lossless byte form of each space's values: used by the shared-memory slots of the vector
+# envs (agentgym.space_utils) and by Minari's packed images (agentgym.integrations.minari).
+
+
+def encode_text(text: str) -> bytes:
+    """UTF-8 bytes of ``text``; lone surrogates are kept (``surrogatepass``)."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def decode_text(data: bytes) -> str:
+    """The inverse of :func:`encode_text`."""
+    return data.decode("utf-8", "surrogatepass")
+
+
+def encode_images(images: tuple[np.ndarray, ...]) -> bytes:
+    """``[count, h1, w1, h2, w2, ...]`` as int64, then each image's raw uint8 bytes."""
+    header = [len(images)]
+    for img in images:
+        header += [int(img.shape[0]), int(img.shape[1])]
+    parts = [np.asarray(header, dtype="<i8").tobytes()]
+    parts += [np.ascontiguousarray(img, dtype=np.uint8).tobytes() for img in images]
+    return b"".join(parts)
+
+
+def decode_images(data: bytes) -> tuple[np.ndarray, ...]:
+    """The inverse of :func:`encode_images`; each image is a fresh, writable array."""
+    count = int(np.frombuffer(data, dtype="<i8", count=1)[0])
+    shapes = np.frombuffer(data, dtype="<i8", count=2 * count, offset=8).reshape(count, 2)
+    offset = 8 * (1 + 2 * count)
+    out = []
+    for h, w in shapes:
+        size = int(h) * int(w) * 3
+        flat = np.frombuffer(data, dtype=np.uint8, count=size, offset=offset)
+        out.append(flat.reshape(int(h), int(w), 3).copy())
+        offset += size
+    return tuple(out)

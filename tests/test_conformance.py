@@ -13,6 +13,7 @@ from agentgym.testing import check_env, check_multi_agent_env
 
 #: Families whose envs need a real browser or sandbox get that marker (CI still runs them).
 FAMILY_MARKS = {"web": [pytest.mark.browser, pytest.mark.slow], "code": [pytest.mark.sandbox]}
+FAMILY_MARKS["repo"] = [pytest.mark.sandbox]  # RepoFix runs its tools in the sandbox too
 
 
 def _params(multi_agent: bool) -> list:

@@ -38,6 +38,7 @@ def test_contributing_covers_setup_tests_lint_envs_and_landing():
         "Set-up",
         "Tests",
         "Lint, types and style",
+        "Where things go",
         "Adding an environment",
         "Landing a change",
     ]

@@ -15,7 +15,7 @@ import os
 import pkgutil
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from agentgym.cli.args import progress_wanted
@@ -66,10 +66,30 @@ class _Parser(argparse.ArgumentParser):
             kwargs["formatter_class"] = _DefaultsFormatter
         kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)
+        self._deferred: list[Callable[[argparse.ArgumentParser], None]] = []
+
+    def defer(self, add: Callable[[argparse.ArgumentParser], None]) -> None:
+        """Run ``add(self)`` (which adds arguments) the first time this parser parses or
+        formats its help: options generated from a module that imports torch then cost
+        nothing to the other commands, and need no torch for them."""
+        self._deferred.append(add)
+
+    def _add_deferred(self) -> None:
+        while self._deferred:
+            self._deferred.pop(0)(self)
+
+    def format_usage(self) -> str:
+        self._add_deferred()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._add_deferred()
+        return super().format_help()
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
+        self._add_deferred()
         parsed, extras = super().parse_known_args(args, namespace)
         for token in extras:
             suggestion = self._suggest(token)

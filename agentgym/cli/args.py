@@ -83,9 +83,13 @@ def check_env_args(env_id: str, env_kwargs: dict[str, Any], command: str) -> Env
         raise InvalidConfigError(
             f"{record.id} has no split {split!r}; its splits are: {', '.join(splits)}."
         )
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+    option_names = getattr(cls, "option_names", None)  # AgentEnv's: its own and the base ones
+    if callable(option_names):
+        names = set(option_names())
+    elif any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         return record
-    names = {p.name for p in params if p.name != "self"}
+    else:
+        names = {p.name for p in params if p.name != "self"}
     unknown = sorted(set(env_kwargs) - names - GYM_MAKE_KWARGS)
     if unknown:
         accepted = ", ".join(sorted(names)) or "(none)"
@@ -119,3 +123,32 @@ def check_device(device: str) -> str:
             "build of torch on a machine with a GPU."
         )
     return device
+
+
+def pin_data_files(
+    env_id: str, env_kwargs: dict[str, Any], split: str | None = None
+) -> dict[str, Any]:
+    """``env_kwargs`` plus the digests of the data files they name (``questions_sha256=``...).
+
+    Envs that read a user's files (``--env-kwargs '{"questions": "dev.json"}'``) say which
+    keyword arguments pin those files (``data_digests()``). Every env of the run, and the
+    recording, get them (``eval`` and ``run --record``): a file edited during the run, or a replay against another file,
+    is refused instead of being scored as the same data.
+    """
+    import gymnasium as gym
+
+    from agentgym.registry import get_record
+
+    record = get_record(env_id)
+    try:
+        cls = record.load()
+    except (ImportError, AttributeError):
+        return env_kwargs
+    if not callable(getattr(cls, "data_digests", None)):
+        return env_kwargs
+    env = gym.make(record.id, **({**env_kwargs, "split": split} if split else env_kwargs))
+    try:
+        digests = getattr(env.unwrapped, "data_digests")()  # noqa: B009
+    finally:
+        env.close()
+    return {**env_kwargs, **digests}

@@ -37,6 +37,12 @@ command line. The model reads the whole conversation unless ``--history-turns`` 
 chat template's ``enable_thinking``) shape the requests; past tool calls go back as native
 ``tool_calls`` and ``role: tool`` messages unless the server refuses them
 (``--tool-messages``); a request answered 429 or 5xx, or cut off, is retried with backoff.
+
+``--env-kwargs JSON`` is passed to ``gym.make``, so a model is evaluated on your own data
+files in one command (``'{"questions": "hotpot_dev.json"}'`` for SearchQA,
+``'{"tasks": "HumanEval.jsonl.gz"}'`` for CodeTests; see docs/own-data.md). The digests of
+the files are added to the env settings (``questions_sha256``...), so every env of the run
+and the ``--record`` file name the exact files, and a replay refuses a different one.
 """
 
 from __future__ import annotations
@@ -45,157 +51,57 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentgym.cli.args import check_env_args, json_object, positive_int, progress_wanted
+from agentgym.cli.args import check_env_args, pin_data_files, progress_wanted
+from agentgym.cli.from_config import ConfigFlags, Flag, add_deferred
 from agentgym.error import InvalidConfigError
+
+if TYPE_CHECKING:
+    from agentgym.evaluation import EvalConfig
 
 #: The environment variable ``--policy openai`` reads its API key from by default.
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    from agentgym.agents.load import POLICY_KINDS
+#: Where a flag differs from the generated one: value names in ``--help``.
+FLAGS = {
+    "env_id": Flag(metavar="ID"),
+    "checkpoint": Flag(metavar="PATH"),
+    "base_url": Flag(metavar="URL"),
+    "api_key_env": Flag(metavar="NAME"),
+    "request_timeout": Flag(metavar="S"),
+    "temperature": Flag(metavar="T"),
+    "top_p": Flag(metavar="P"),
+    "samples_per_task": Flag(metavar="K"),
+    "out": Flag(metavar="FILE"),
+    "record": Flag(metavar="FILE"),
+}
 
+
+def config_flags() -> ConfigFlags[EvalConfig]:
+    """The flags of :class:`~agentgym.evaluation.EvalConfig` (the one source of defaults)."""
+    from agentgym.evaluation import EvalConfig
+
+    return ConfigFlags(EvalConfig, FLAGS)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "eval",
         help="held-out (test split) success of a policy or checkpoint, greedy and sampled",
         description=__doc__,
+        usage="%(prog)s ID [--policy POLICY] [OPTIONS]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("env_id", metavar="ID", help="a registered id (see `agentgym list`)")
-    p.add_argument(
-        "--policy",
-        default="checkpoint",
-        choices=list(POLICY_KINDS),
-        help="what plays (default: checkpoint)",
-    )
-    p.add_argument("--checkpoint", default=None, help="checkpoint.pt (or its run folder)")
-    p.add_argument(
-        "--model",
-        default=None,
-        help="--policy hf: a local transformers folder; --policy openai: the served model name",
-    )
-    p.add_argument(
-        "--base-url",
-        default=None,
-        metavar="URL",
-        help="--policy openai: the server's OpenAI-compatible root, e.g. http://127.0.0.1:8000/v1",
-    )
-    p.add_argument(
-        "--api-key-env",
-        default=None,
-        metavar="NAME",
-        help=(
-            "--policy openai: environment variable holding the API key (default: "
-            f"{DEFAULT_API_KEY_ENV}, sent when set; a variable named here must be set)"
-        ),
-    )
-    p.add_argument(
-        "--request-timeout",
-        type=float,
-        default=120.0,
-        metavar="S",
-        help="--policy openai: seconds to wait for one reply (default 120)",
-    )
-    p.add_argument("--epsilon", type=float, default=0.2, help="--policy noisy-oracle: noise")
-    p.add_argument(
-        "--episodes", type=int, default=100, help="held-out tasks per mode (default 100)"
-    )
-    p.add_argument(
-        "--split",
-        default="test",
-        help="task split (default: test); envs with more (valid, test_seen, test_unseen) "
-        "list them on their docs page",
-    )
-    p.add_argument(
-        "--mode",
-        choices=["both", "greedy", "sampled"],
-        default=None,
-        help=(
-            "greedy (temperature 0), sampled (the policy's temperature, or --temperature), or "
-            "both (every episode twice). Default: sampled when --temperature > 0 or "
-            "--samples-per-task > 1 is given, else greedy"
-        ),
-    )
-    p.add_argument(
-        "--temperature",
-        type=float,
-        default=None,
-        metavar="T",
-        help="the sampled mode's temperature (default: the policy's own; openai: 1.0)",
-    )
-    p.add_argument(
-        "--top-p",
-        type=float,
-        default=None,
-        metavar="P",
-        help="--policy openai: nucleus sampling mass, sent as top_p (default: the server's)",
-    )
-    p.add_argument(
-        "--extra-body",
-        default=None,
-        metavar="JSON",
-        help=(
-            "--policy openai: a JSON object merged into every request, e.g. "
-            '\'{"chat_template_kwargs": {"enable_thinking": false}}\''
-        ),
-    )
-    p.add_argument(
-        "--samples-per-task",
-        type=positive_int,
-        default=1,
-        metavar="K",
-        help="play each task K times and report pass@k and pass^k (default 1)",
-    )
-    p.add_argument(
-        "--tool-messages",
-        choices=["auto", "native", "text"],
-        default=None,
-        help=(
-            "--policy openai: past tool calls as native tool_calls + role:tool messages, as "
-            "text, or auto (default: native until the server refuses them, then text)"
-        ),
-    )
-    p.add_argument(
-        "--retries",
-        type=int,
-        default=4,
-        help=(
-            "--policy openai: retries of a request answered 429/5xx or cut off, with "
-            "exponential backoff 1, 2, 4... s (default 4)"
-        ),
-    )
-    p.add_argument(
-        "--history-turns",
-        type=int,
-        default=None,
-        help=(
-            "turn pairs of history in the input (-1: all; default: the checkpoint's, "
-            "all for --policy openai, else 1)"
-        ),
-    )
-    p.add_argument("--env-kwargs", default=None, help="JSON dict passed to gym.make")
-    p.add_argument("--seed", type=int, default=0, help="episode k is reset with seed+k")
-    p.add_argument(
-        "--num-envs",
-        type=positive_int,
-        default=16,
-        help="envs stepped concurrently (--policy openai: also the requests in flight)",
-    )
-    p.add_argument("--device", default="cpu", help="cpu or cuda (learned policies)")
-    p.add_argument(
-        "--max-new-tokens",
-        type=int,
-        default=256,
-        help="--policy hf/openai: generation budget per turn (openai: max_tokens)",
-    )
-    p.add_argument("--out", default=None, help="per-episode results, JSON lines")
-    p.add_argument(
-        "--record", metavar="FILE", default=None, help="write every episode to this .agtr file"
-    )
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_deferred(p, config_flags, "train")
     p.set_defaults(func=run)
+
+
+def eval_config(args: argparse.Namespace) -> EvalConfig:
+    """The :class:`EvalConfig` the parsed flags describe (``agentgym eval ID``:
+    ``EvalConfig(ID)``)."""
+    return config_flags().config(args)
 
 
 def _checkpoint_settings(path: str | None) -> dict:
@@ -226,108 +132,117 @@ def api_key_from_env(name: str | None) -> str | None:
     return value
 
 
-def _policy_name(args: argparse.Namespace) -> str:
-    if args.policy == "checkpoint":
-        return str(args.checkpoint)
-    if args.policy == "hf":
-        return str(args.model)
-    if args.policy == "openai":
-        return f"{args.model} @ {args.base_url}"
-    return str(args.policy)
+def _policy_name(cfg: EvalConfig) -> str:
+    if cfg.policy == "checkpoint":
+        return str(cfg.checkpoint)
+    if cfg.policy == "hf":
+        return str(cfg.model)
+    if cfg.policy == "openai":
+        return f"{cfg.model} @ {cfg.base_url}"
+    return str(cfg.policy)
 
 
-def _resolve_modes(args: argparse.Namespace) -> list[str]:
+def _resolve_modes(cfg: EvalConfig) -> list[str]:
     """The modes to play: ``--mode``, else sampled when sampling was asked for, else greedy."""
-    if args.temperature is not None and args.temperature < 0:
-        raise InvalidConfigError(f"--temperature must be >= 0, got {args.temperature}.")
-    if args.top_p is not None and not 0 < args.top_p <= 1:
-        raise InvalidConfigError(f"--top-p must be in (0, 1], got {args.top_p}.")
-    mode = args.mode
+    if cfg.temperature is not None and cfg.temperature < 0:
+        raise InvalidConfigError(f"--temperature must be >= 0, got {cfg.temperature}.")
+    if cfg.top_p is not None and not 0 < cfg.top_p <= 1:
+        raise InvalidConfigError(f"--top-p must be in (0, 1], got {cfg.top_p}.")
+    mode = cfg.mode
     if mode is None:
-        sampling = bool(args.temperature) or args.samples_per_task > 1
+        sampling = bool(cfg.temperature) or cfg.samples_per_task > 1
         mode = "sampled" if sampling else "greedy"
-    if mode == "greedy" and args.temperature:
+    if mode == "greedy" and cfg.temperature:
         raise InvalidConfigError(
-            f"--temperature {args.temperature} is the sampled mode's temperature, but "
+            f"--temperature {cfg.temperature} is the sampled mode's temperature, but "
             "--mode greedy always uses 0. Pass --mode sampled (or both), or drop --temperature."
         )
     return ["greedy", "sampled"] if mode == "both" else [mode]
 
 
-def _http_options(args: argparse.Namespace) -> dict[str, Any]:
+def _http_options(cfg: EvalConfig) -> dict[str, Any]:
     """HTTPPolicy settings from the openai-only flags; a typed error if used elsewhere."""
     given = [
         flag
         for flag, value in (
-            ("--top-p", args.top_p),
-            ("--extra-body", args.extra_body),
-            ("--tool-messages", args.tool_messages),
+            ("--top-p", cfg.top_p),
+            ("--extra-body", cfg.extra_body),
+            ("--tool-messages", cfg.tool_messages),
         )
         if value is not None
     ]
-    if args.policy != "openai":
+    if cfg.policy != "openai":
         if given:
             raise InvalidConfigError(
                 f"{', '.join(given)} only apply to --policy openai (a model server); "
-                f"--policy {args.policy} takes none of them."
+                f"--policy {cfg.policy} takes none of them."
             )
         return {}
     return {
-        "top_p": args.top_p,
-        "extra_body": json_object(args.extra_body, "--extra-body") if args.extra_body else None,
-        "tool_messages": args.tool_messages or "auto",
-        "retries": args.retries,
+        "top_p": cfg.top_p,
+        "extra_body": cfg.extra_body,
+        "tool_messages": cfg.tool_messages or "auto",
+        "retries": cfg.retries,
     }
+
+
+def _history_and_env_kwargs(cfg: EvalConfig) -> tuple[int | None, dict[str, Any]]:
+    """The history window and env settings: the flags', else the checkpoint's, else the
+    defaults (the whole conversation for a served model, one turn pair otherwise)."""
+    trained = _checkpoint_settings(cfg.checkpoint) if cfg.policy == "checkpoint" else {}
+    if cfg.history_turns is not None:
+        history = None if cfg.history_turns < 0 else cfg.history_turns
+    else:
+        history = None if cfg.policy == "openai" else trained.get("history_turns", 1)
+    env_kwargs = (
+        dict(cfg.env_kwargs)
+        if cfg.env_kwargs is not None
+        else {k: v for k, v in (trained.get("env_kwargs") or {}).items() if k != "split"}
+    )
+    return history, env_kwargs
 
 
 def run(args: argparse.Namespace) -> int:
     from agentgym.agents.load import load_policy
 
-    openai = args.policy == "openai"
-    modes = _resolve_modes(args)
-    http_options = _http_options(args)
-    api_key = api_key_from_env(args.api_key_env) if openai else None
-    trained = _checkpoint_settings(args.checkpoint) if args.policy == "checkpoint" else {}
-    if args.history_turns is not None:
-        history = None if args.history_turns < 0 else args.history_turns
-    else:
-        history = None if openai else trained.get("history_turns", 1)
-    env_kwargs = (
-        json_object(args.env_kwargs)
-        if args.env_kwargs is not None
-        else {k: v for k, v in (trained.get("env_kwargs") or {}).items() if k != "split"}
-    )
-    check_env_args(args.env_id, {**env_kwargs, "split": args.split}, "eval")
+    cfg = eval_config(args)
+    openai = cfg.policy == "openai"
+    modes = _resolve_modes(cfg)
+    http_options = _http_options(cfg)
+    api_key = api_key_from_env(cfg.api_key_env) if openai else None
+    history, env_kwargs = _history_and_env_kwargs(cfg)
+    check_env_args(cfg.env_id, {**env_kwargs, "split": cfg.split}, "eval")
+    env_kwargs = pin_data_files(cfg.env_id, env_kwargs, cfg.split)
     policy = load_policy(
-        args.policy,
-        checkpoint=args.checkpoint,
-        model=args.model,
-        epsilon=args.epsilon,
-        seed=args.seed,
-        device=args.device,
-        max_new_tokens=args.max_new_tokens,
-        base_url=args.base_url,
+        cfg.policy,
+        checkpoint=cfg.checkpoint,
+        model=cfg.model,
+        epsilon=cfg.epsilon,
+        seed=cfg.seed,
+        device=cfg.device,
+        max_new_tokens=cfg.max_new_tokens,
+        base_url=cfg.base_url,
         api_key=api_key,
-        max_concurrency=args.num_envs,
-        request_timeout=args.request_timeout,
+        max_concurrency=cfg.num_envs,
+        request_timeout=cfg.request_timeout,
         http_options=http_options,
     )
-    name = _policy_name(args)
-    rows = EpisodeRows(args.out)
+    name = _policy_name(cfg)
+    rows = EpisodeRows(cfg.out)
     interrupted = False
     try:
-        _evaluate(args, policy, name, env_kwargs, history, modes, rows)
+        _evaluate(cfg, policy, name, env_kwargs, history, modes, rows)
     except KeyboardInterrupt:
         interrupted = True
     except Exception as exc:
         if rows.rows:  # what finished still counts; the error line follows the summary
-            _print_summary(args, name, modes, rows)
+            _print_summary(cfg, name, modes, rows)
         status = getattr(exc, "status", None)
         if openai and status in (401, 403):
-            var = args.api_key_env or DEFAULT_API_KEY_ENV
+            var = cfg.api_key_env or DEFAULT_API_KEY_ENV
             sent = "a key from" if api_key else "no key: nothing in"
             raise InvalidConfigError(
-                f"{args.base_url} refused the request (HTTP {status}); agentgym sent {sent} "
+                f"{cfg.base_url} refused the request (HTTP {status}); agentgym sent {sent} "
                 f"${var}. Export the server's key in {var}, or name another variable with "
                 "--api-key-env."
             ) from exc
@@ -337,12 +252,12 @@ def run(args: argparse.Namespace) -> int:
         close = getattr(policy, "close", None)
         if callable(close):
             close()
-    _print_summary(args, name, modes, rows)
-    planned = args.episodes * args.samples_per_task * len(modes)
+    _print_summary(cfg, name, modes, rows)
+    planned = cfg.episodes * cfg.samples_per_task * len(modes)
     if interrupted:
         print(
             f"interrupted: {len(rows.rows)} of {planned} episodes finished; the summary"
-            f"{' and ' + args.out if args.out else ''} cover those.",
+            f"{' and ' + cfg.out if cfg.out else ''} cover those.",
             file=sys.stderr,
         )
         return 130
@@ -389,16 +304,14 @@ def _number(value: float) -> str:
     return "-" if value != value else f"{value:.3f}"
 
 
-def _print_summary(
-    args: argparse.Namespace, name: str, modes: list[str], rows: EpisodeRows
-) -> None:
+def _print_summary(cfg: EvalConfig, name: str, modes: list[str], rows: EpisodeRows) -> None:
     """The table of finished episodes per mode, and pass@k / pass^k with several samples."""
     from agentgym.evaluation import pass_k_summary, report_ks
     from agentgym.registry import get_record
 
-    print(f"{get_record(args.env_id).id}  split={args.split}  policy={name}")
+    print(f"{get_record(cfg.env_id).id}  split={cfg.split}  policy={name}")
     print(f"{'mode':<8} {'episodes':>8} {'success':>8} {'+-se':>6} {'return':>8} {'turns':>6}")
-    samples = args.samples_per_task
+    samples = cfg.samples_per_task
     for mode in modes:
         done = [r for r in rows.rows if r["mode"] == mode]
         n = len(done)
@@ -434,17 +347,17 @@ def _print_summary(
             f"infra failures: {len(rows.failures)} attempts ({causes}); a failed attempt is "
             f"played again from reset, and none is scored (e.g. {rows.failures[0]})"
         )
-    if args.out:
-        print(f"per-episode results: {args.out}")
-    if args.record:
+    if cfg.out:
+        print(f"per-episode results: {cfg.out}")
+    if cfg.record:
         print(
-            f"recorded {len(rows.rows)} episodes to {args.record} "
-            f"(view: agentgym view {args.record} -o eval.html)"
+            f"recorded {len(rows.rows)} episodes to {cfg.record} "
+            f"(view: agentgym view {cfg.record} -o eval.html)"
         )
 
 
 def _evaluate(
-    args: argparse.Namespace,
+    cfg: EvalConfig,
     policy: Any,
     name: str,
     env_kwargs: dict[str, Any],
@@ -455,22 +368,16 @@ def _evaluate(
     """Play each mode's episodes, adding each to ``rows`` (and ``--record``) as it ends."""
     from contextlib import nullcontext
 
-    from tqdm.auto import tqdm
-
     from agentgym.registry import get_record
-    from agentgym.rl.heldout import temperature
-    from agentgym.rollout import EpisodeCallbacks
-    from agentgym.rollout.heldout import engine_heldout
     from agentgym.trajectory import Recorder
 
-    samples = args.samples_per_task
     recorder = (
         Recorder(
-            args.record,
-            env_id=get_record(args.env_id).id,
-            header_extra={"command": "eval", "policy": name, "split": args.split},
+            cfg.record,
+            env_id=get_record(cfg.env_id).id,
+            header_extra={"command": "eval", "policy": name, "split": cfg.split},
         )
-        if args.record
+        if cfg.record
         else None
     )
     with recorder if recorder is not None else nullcontext():
@@ -478,53 +385,73 @@ def _evaluate(
             callbacks: dict[str, Any] = {}
             if recorder is not None:
                 callbacks = recorder.play_callbacks(
-                    args.env_id,
-                    env_kwargs={**env_kwargs, "split": args.split},
+                    cfg.env_id,
+                    env_kwargs={**env_kwargs, "split": cfg.split},
                     # with several samples per task, each episode's seed comes from its end
-                    seed=args.seed if samples == 1 else None,
+                    seed=cfg.seed if cfg.samples_per_task == 1 else None,
                     meta={"mode": mode, "policy": name},
                 )
-            bar = tqdm(
-                total=args.episodes * samples,
-                desc=f"eval {args.split} {mode}",
-                unit="ep",
-                disable=not progress_wanted(args.no_progress),
-                leave=False,
+            _play_mode(cfg, policy, mode, env_kwargs, history, rows, callbacks)
+
+
+def _play_mode(
+    cfg: EvalConfig,
+    policy: Any,
+    mode: str,
+    env_kwargs: dict[str, Any],
+    history: int | None,
+    rows: EpisodeRows,
+    callbacks: dict[str, Any],
+) -> None:
+    """One mode's episodes through the rollout engine, each added to ``rows`` as it ends
+    (an infrastructure failure to ``rows.failures``), with a progress bar."""
+    from tqdm.auto import tqdm
+
+    from agentgym.rl.heldout import temperature
+    from agentgym.rollout import EpisodeCallbacks
+    from agentgym.rollout.heldout import engine_heldout
+
+    samples = cfg.samples_per_task
+    bar = tqdm(
+        total=cfg.episodes * samples,
+        desc=f"eval {cfg.split} {mode}",
+        unit="ep",
+        disable=not progress_wanted(not cfg.progress),
+        leave=False,
+    )
+
+    def on_episode(ep: Any) -> None:
+        if ep.status != "done":
+            rows.failures.append(f"{mode} seed {ep.seed}: {ep.cause}")
+            return
+        bar.update(1)
+        rows.add(
+            {
+                "mode": mode,
+                "split": cfg.split,
+                "task_id": ep.task_id,
+                "seed": ep.seed,
+                "sample": ep.index % samples,
+                "success": bool(ep.success),
+                "total_reward": float(ep.total_reward),
+                "turns": len(ep.steps),
+            }
+        )
+
+    try:
+        with temperature(policy, cfg.temperature if mode == "sampled" else None):
+            engine_heldout(
+                cfg.env_id,
+                policy,
+                episodes=cfg.episodes,
+                split=cfg.split,
+                greedy=mode == "greedy",
+                env_kwargs=env_kwargs,
+                history_turns=history,
+                num_envs=cfg.num_envs,
+                seed=cfg.seed,
+                samples_per_task=samples,
+                callbacks=EpisodeCallbacks(**callbacks, on_episode=on_episode),
             )
-
-            def on_episode(ep: Any, mode: str = mode, bar: Any = bar) -> None:
-                if ep.status != "done":
-                    rows.failures.append(f"{mode} seed {ep.seed}: {ep.cause}")
-                    return
-                bar.update(1)
-                rows.add(
-                    {
-                        "mode": mode,
-                        "split": args.split,
-                        "task_id": ep.task_id,
-                        "seed": ep.seed,
-                        "sample": ep.index % samples,
-                        "success": bool(ep.success),
-                        "total_reward": float(ep.total_reward),
-                        "turns": len(ep.steps),
-                    }
-                )
-
-            sampled_temperature = args.temperature if mode == "sampled" else None
-            try:
-                with temperature(policy, sampled_temperature):
-                    engine_heldout(
-                        args.env_id,
-                        policy,
-                        episodes=args.episodes,
-                        split=args.split,
-                        greedy=mode == "greedy",
-                        env_kwargs=env_kwargs,
-                        history_turns=history,
-                        num_envs=args.num_envs,
-                        seed=args.seed,
-                        samples_per_task=samples,
-                        callbacks=EpisodeCallbacks(**callbacks, on_episode=on_episode),
-                    )
-            finally:
-                bar.close()
+    finally:
+        bar.close()

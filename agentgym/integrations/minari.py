@@ -1,11 +1,12 @@
 """Minari: record agentgym episodes with Minari's ``DataCollector`` and load them back.
 
-The spaces' serialisers are registered by :mod:`agentgym.space_utils`. Recording needs one
-more step: Minari
-appends each observation leaf to a per-episode list with ``jax.tree_util`` and then writes
+The spaces' serialisers (:func:`register_serializers`) are registered with Minari by
+:mod:`agentgym.space_utils` as soon as ``minari.serialization`` is imported, so
+``minari.load_dataset`` rebuilds the spaces in any process that imported agentgym. Recording
+needs one more step: Minari appends each observation leaf to a per-episode list with ``jax.tree_util`` and then writes
 columns, so a tuple of 0..16 images of varying size (a pytree node whose shape changes
 from step to step) cannot go in as it is. :func:`data_collector` therefore packs each
-step's images into one ``bytes`` value (:func:`agentgym.space_utils.encode_images`: shapes,
+step's images into one ``bytes`` value (:func:`agentgym.spaces.encode_images`: shapes,
 then raw pixels; lossless, no JPEG) under a :class:`PackedImages` space, and stores with
 Minari's ``arrow`` format, which keeps binary values exactly (``hdf5`` would strip
 trailing zero bytes). :func:`episode_observations` turns a loaded episode back into the
@@ -36,14 +37,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 from gymnasium import spaces
 from gymnasium.spaces import Space
 
 from agentgym.error import DependencyMissingError
-from agentgym.space_utils import decode_images, encode_images
-from agentgym.spaces import RGBImages
+from agentgym.spaces import RGBImages, UnicodeText, decode_images, encode_images
 from agentgym.text import safe_text
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "pack_observation",
     "packed_observation_space",
     "plain_collector_error",
+    "register_serializers",
     "unpack_observation",
 ]
 
@@ -96,6 +98,38 @@ def serialize_packed(space: PackedImages, to_string: bool = True) -> Any:
         "max_width": space.images.max_width,
     }
     return json.dumps(out) if to_string else out
+
+
+def _serialize_text(space: UnicodeText, to_string: bool = True) -> Any:
+    out = {"type": "AgentGymUnicodeText", "max_length": space.max_length}
+    return json.dumps(out) if to_string else out
+
+
+def _serialize_images(space: RGBImages, to_string: bool = True) -> Any:
+    # Only a plain minari.DataCollector(env) serialises RGBImages itself, and it cannot record
+    # them (it fails when the first episode is written): refuse it now, naming the helper
+    # that can. data_collector stores PackedImages instead.
+    raise plain_collector_error(space)
+
+
+def _images_space(d: Mapping[str, Any]) -> RGBImages:
+    return RGBImages(int(d["max_images"]), int(d["max_height"]), int(d["max_width"]))
+
+
+def register_serializers(module: ModuleType) -> None:
+    """Register the agentgym spaces with ``minari.serialization`` (``module``): Minari's
+    dispatchers ``serialize_space`` (on the type) and ``deserialize_space`` (on a "type"
+    string)."""
+    module.serialize_space.register(UnicodeText)(_serialize_text)
+    module.serialize_space.register(RGBImages)(_serialize_images)
+    module.serialize_space.register(PackedImages)(serialize_packed)
+    module.deserialize_space.register("AgentGymUnicodeText")(
+        lambda d: UnicodeText(int(d["max_length"]))
+    )
+    module.deserialize_space.register("AgentGymRGBImages")(_images_space)
+    module.deserialize_space.register("AgentGymPackedImages")(
+        lambda d: PackedImages(_images_space(d))
+    )
 
 
 def packed_observation_space(space: spaces.Dict) -> spaces.Dict:

@@ -95,7 +95,7 @@ def check_preamble(data: bytes, path: str = "<file>") -> tuple[int, int]:
     if major > SCHEMA_MAJOR:
         raise TrajectoryFormatError(
             f"{path} uses trajectory schema {major}.{minor}, but this agentgym reads major "
-            f"version {SCHEMA_MAJOR} only. Upgrade agentgym (pip install -U agentgym) to read it."
+            f"version {SCHEMA_MAJOR} only. Upgrade agentgym (pip install -U agentgym-suite) to read it."
         )
     if major < 1:
         raise TrajectoryFormatError(f"{path} has an invalid schema version {major}.{minor}.")

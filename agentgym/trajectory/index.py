@@ -12,34 +12,34 @@ a lookup by id uses a row only when its offsets hold intact frames of that episo
 steps numbered 1..n, an end of length n) and otherwise scans the file; a filtered read
 checks each episode the index rules out against its real ``episode_end`` and re-reads it
 if the row was wrong. A lying index can cost time, never change a result.
+
+This module builds the rows (a scan with the reader); the file itself (its path, freshness,
+reading and writing) is :mod:`agentgym.trajectory.index_file`, whose names are re-exported here.
 """
 
 from __future__ import annotations
 
 import os
-import zlib
-from pathlib import Path
 from typing import Any
 
-import msgpack
-
-from agentgym.trajectory import format as fmt
+from agentgym.trajectory.index_file import (
+    INDEX_VERSION,
+    fingerprint,
+    index_path,
+    load_index,
+    write_index,
+)
 from agentgym.trajectory.reader import TrajectoryReader
 
-INDEX_VERSION = 1
-_HEAD_BYTES = 4096
-
-
-def _fingerprint(path: str | os.PathLike[str]) -> list[int]:
-    """File size and CRC-32 of its first 4 KiB (the header, with its created_at and pid)."""
-    with Path(path).open("rb") as f:
-        head = f.read(_HEAD_BYTES)
-    return [os.path.getsize(path), zlib.crc32(head)]
-
-
-def index_path(path: str | os.PathLike[str]) -> Path:
-    """Where the sidecar index of ``path`` lives."""
-    return Path(str(path) + ".idx")
+__all__ = [
+    "INDEX_VERSION",
+    "build_index",
+    "fingerprint",
+    "index_path",
+    "load_index",
+    "load_or_build",
+    "write_index",
+]
 
 
 def build_index(path: str | os.PathLike[str], *, write: bool = True) -> list[dict[str, Any]]:
@@ -85,46 +85,8 @@ def build_index(path: str | os.PathLike[str], *, write: bool = True) -> list[dic
                     row["seed"] = frame.get("seed")
     out = list(rows.values())
     if write:
-        data = fmt.pack(
-            {
-                "version": INDEX_VERSION,
-                "file_size": size,
-                "fingerprint": [size, _fingerprint(path)[1]],
-                "episodes": out,
-            }
-        )
-        tmp = index_path(path).with_suffix(".idx.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, index_path(path))
+        write_index(path, out, size)
     return out
-
-
-def _valid_row(row: Any) -> bool:
-    """A damaged index row makes the whole index stale (it is rebuilt), never an error."""
-    return (
-        isinstance(row, dict)
-        and isinstance(row.get("episode_id"), str)
-        and isinstance(row.get("offsets"), list)
-        and all(isinstance(o, int) and not isinstance(o, bool) for o in row["offsets"])
-    )
-
-
-def load_index(path: str | os.PathLike[str]) -> list[dict[str, Any]] | None:
-    """The sidecar rows if an index exists and matches the file (size and header), else None."""
-    ipath = index_path(path)
-    try:
-        data = fmt.unpack(ipath.read_bytes())
-        if (
-            isinstance(data, dict)
-            and data.get("version") == INDEX_VERSION
-            and data.get("fingerprint") == _fingerprint(path)
-            and isinstance(data.get("episodes"), list)
-            and all(_valid_row(row) for row in data["episodes"])
-        ):
-            return list(data["episodes"])
-    except (OSError, ValueError, KeyError, TypeError, msgpack.ExtraData):
-        return None
-    return None
 
 
 def load_or_build(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from agentgym.text import safe_text
 from agentgym.trajectory import format as fmt
 from agentgym.trajectory.images import StoredImage
+from agentgym.trajectory.index_file import load_index
 from agentgym.trajectory.schema import check_frame
 
 _RESYNC_CHUNK = 1 << 20
@@ -128,24 +129,43 @@ def _summary(ep: Episode) -> dict[str, Any]:
     }
 
 
-def _matches(
-    summary: Mapping[str, Any],
-    task_id: str | None,
-    env_id: str | None,
-    success: bool | None,
-    min_return: float | None,
-    max_return: float | None,
-) -> bool:
-    if task_id is not None and summary.get("task_id") != task_id:
-        return False
-    if env_id is not None and summary.get("env_id") != env_id:
-        return False
-    if success is not None and bool(summary.get("success")) != success:
-        return False
-    ret = summary.get("return")
-    if min_return is not None and (ret is None or ret < min_return):
-        return False
-    return not (max_return is not None and (ret is None or ret > max_return))
+@dataclass(frozen=True)
+class _Filter:
+    """The filters of :meth:`TrajectoryReader.episodes` (None: not filtered on)."""
+
+    task_id: str | None = None
+    env_id: str | None = None
+    success: bool | None = None
+    min_return: float | None = None
+    max_return: float | None = None
+
+    @property
+    def by_source(self) -> bool:
+        """Filters on what the ``episode_start`` says (task, env)."""
+        return self.task_id is not None or self.env_id is not None
+
+    @property
+    def by_outcome(self) -> bool:
+        """Filters on what the ``episode_end`` says (success, return)."""
+        return (
+            self.success is not None or self.min_return is not None or self.max_return is not None
+        )
+
+    def outcome_only(self) -> _Filter:
+        return replace(self, task_id=None, env_id=None)
+
+    def matches(self, summary: Mapping[str, Any]) -> bool:
+        """Whether an episode's :func:`_summary` (or an index row) passes every filter."""
+        if self.task_id is not None and summary.get("task_id") != self.task_id:
+            return False
+        if self.env_id is not None and summary.get("env_id") != self.env_id:
+            return False
+        if self.success is not None and bool(summary.get("success")) != self.success:
+            return False
+        ret = summary.get("return")
+        if self.min_return is not None and (ret is None or ret < self.min_return):
+            return False
+        return not (self.max_return is not None and (ret is None or ret > self.max_return))
 
 
 class TrajectoryReader:
@@ -358,74 +378,88 @@ class TrajectoryReader:
         filter are not even buffered. ``include_incomplete`` yields episodes without an
         ``episode_end`` at the end (they match a filter on success/return never).
         """
-        wanted: set[str] | None = None
-        if use_index and (success is not None or min_return is not None or max_return is not None):
-            from agentgym.trajectory.index import load_index
-
-            idx = load_index(self.path)
-            if idx is not None:
-                wanted = {
-                    e["episode_id"]
-                    for e in idx
-                    if _matches(e, task_id, env_id, success, min_return, max_return)
-                }
+        filt = _Filter(task_id, env_id, success, min_return, max_return)
+        wanted = self._index_wanted(filt) if use_index and filt.by_outcome else None
         live: dict[str, Episode] = {}
         skipped: set[str] = set()
         # Episodes the index says fail the filter are not buffered, only their frame offsets
-        # are kept: the index is a cache, so each one is checked against its real
-        # episode_end, and re-read from those offsets if the index was wrong about it.
-        unbuffered: dict[str, list[int]] = {}
+        # are kept (see _unbuffered).
+        held: dict[str, list[int]] = {}
         for offset, frame in self._iter_raw(fmt.PREAMBLE.size):
-            kind = frame.get("type")
             eid = frame.get("episode_id")
-            if kind == "header" or not isinstance(eid, str) or eid in skipped:
+            if frame.get("type") == "header" or not isinstance(eid, str) or eid in skipped:
                 continue
             if wanted is not None and eid not in wanted:
-                if kind == "episode_end":
-                    offsets = unbuffered.pop(eid, [])
-                    if "return" in frame and not _matches(
-                        _summary(Episode(eid, None, end=frame)),
-                        None,
-                        None,
-                        success,
-                        min_return,
-                        max_return,
-                    ):
-                        continue  # the index was right: the end frame fails the filter
-                    ep = self._index_missed(offsets, frame, eid)
-                    if ep is not None and _matches(
-                        _summary(ep), task_id, env_id, success, min_return, max_return
-                    ):
-                        yield ep
-                else:
-                    unbuffered.setdefault(eid, []).append(offset)
-                continue
-            if kind == "episode_start":
-                if (task_id is not None and frame.get("task_id") != task_id) or (
-                    env_id is not None and frame.get("env_id") != env_id
-                ):
-                    skipped.add(eid)
-                    continue
-                live[eid] = Episode(eid, _with_images(frame))
-            elif kind == "step":
-                ep = live.get(eid)
-                if ep is None:
-                    if task_id is not None or env_id is not None:
-                        continue
-                    self._problem(offset, "orphan_frame", f"step of unknown episode {eid}")
-                    ep = live[eid] = Episode(eid, None)
-                ep.steps.append(_with_images(frame))
-            elif kind == "episode_end":
-                ep = live.pop(eid, None)
-                if ep is None:
-                    if task_id is None and env_id is None:
-                        self._problem(offset, "orphan_frame", f"end of unknown episode {eid}")
-                    continue
-                ep.end = frame
-                if _matches(_summary(ep), task_id, env_id, success, min_return, max_return):
-                    yield ep
-        if include_incomplete and success is None and min_return is None and max_return is None:
+                ep = self._unbuffered(offset, frame, held, filt)
+            else:
+                ep = self._buffered(offset, frame, live, skipped, filt)
+            if ep is not None:
+                yield ep
+        if include_incomplete and not filt.by_outcome:
             yield from live.values()
+
+    def _index_wanted(self, filt: _Filter) -> set[str] | None:
+        """Ids of the episodes whose fresh sidecar index row passes ``filt`` (None: no index)."""
+        idx = load_index(self.path)
+        if idx is None:
+            return None
+        return {e["episode_id"] for e in idx if filt.matches(e)}
+
+    def _buffered(
+        self,
+        offset: int,
+        frame: dict[str, Any],
+        live: dict[str, Episode],
+        skipped: set[str],
+        filt: _Filter,
+    ) -> Episode | None:
+        """Add ``frame`` to the episodes in flight (``live``); the episode it ends, if that
+        passes ``filt``. Episodes whose start fails the task/env filter go to ``skipped``."""
+        kind, eid = frame.get("type"), frame["episode_id"]
+        if kind == "episode_start":
+            if (filt.task_id is not None and frame.get("task_id") != filt.task_id) or (
+                filt.env_id is not None and frame.get("env_id") != filt.env_id
+            ):
+                skipped.add(eid)
+            else:
+                live[eid] = Episode(eid, _with_images(frame))
+        elif kind == "step":
+            ep = live.get(eid)
+            if ep is None:
+                if filt.by_source:
+                    return None
+                self._problem(offset, "orphan_frame", f"step of unknown episode {eid}")
+                ep = live[eid] = Episode(eid, None)
+            ep.steps.append(_with_images(frame))
+        elif kind == "episode_end":
+            ep = live.pop(eid, None)
+            if ep is None:
+                if not filt.by_source:
+                    self._problem(offset, "orphan_frame", f"end of unknown episode {eid}")
+                return None
+            ep.end = frame
+            return ep if filt.matches(_summary(ep)) else None
+        return None
+
+    def _unbuffered(
+        self, offset: int, frame: dict[str, Any], held: dict[str, list[int]], filt: _Filter
+    ) -> Episode | None:
+        """A frame of an episode the index rules out: only its offset is kept (in ``held``).
+
+        The index is a cache, so at the episode's end its real ``episode_end`` is checked, and
+        the episode is re-read from those offsets (and returned, if it passes ``filt``) when
+        the index was wrong about it.
+        """
+        eid = frame["episode_id"]
+        if frame.get("type") != "episode_end":
+            held.setdefault(eid, []).append(offset)
+            return None
+        offsets = held.pop(eid, [])
+        end_only = _summary(Episode(eid, None, end=frame))
+        if "return" in frame and not filt.outcome_only().matches(end_only):
+            return None  # the index was right: the end frame fails the filter
+        ep = self._index_missed(offsets, frame, eid)
+        return ep if ep is not None and filt.matches(_summary(ep)) else None
 
     def _index_missed(self, offsets: list[int], end: dict[str, Any], eid: str) -> Episode | None:
         """The episode ``eid`` re-read from the offsets of its unbuffered frames."""
@@ -474,8 +508,6 @@ class TrajectoryReader:
         The index is trusted only as far as the frames it points at confirm it; otherwise
         the file is scanned, so damage is skipped exactly as without an index.
         """
-        from agentgym.trajectory.index import load_index
-
         idx = load_index(self.path)
         if idx is not None:
             for entry in idx:

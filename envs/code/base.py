@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 from agentgym.simulators.sandbox import ExecResult, Limits, SandboxPool, Session, default_pool
 
-from agentgym.core import AgentEnv
+from agentgym.core import AgentEnv, BaseOptions
 from agentgym.parsing import Tool
 
 #: Characters of tool output shown to the model per call.
@@ -71,14 +71,9 @@ class SessionEnv(AgentEnv):
         *,
         pool: SandboxPool | None = None,
         cell_timeout: float = 10.0,
-        split: str = "train",
-        reward_weights: Mapping[str, float] | None = None,
-        max_turns: int | None = None,
-        render_mode: str | None = None,
+        **base: Unpack[BaseOptions],
     ):
-        super().__init__(
-            split=split, reward_weights=reward_weights, max_turns=max_turns, render_mode=render_mode
-        )
+        super().__init__(**base)
         self._pool = pool
         self.cell_timeout = float(cell_timeout)
         self._session: Session | None = None

@@ -39,14 +39,14 @@ Version History
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 from agentgym.envs.code.answers import answers_match
 from agentgym.envs.code.base import PYTHON_TOOL, SessionEnv, describe
 from agentgym.envs.code.math_tasks import MathProblem, make_problem
 from agentgym.simulators.sandbox import SandboxPool
 
-from agentgym.core import ResetOutcome, StepOutcome
+from agentgym.core import BaseOptions, ResetOutcome, StepOutcome
 from agentgym.error import InvalidConfigError
 from agentgym.parsing import ParsedAction, Tool, render_answer, render_tool_call
 from agentgym.tasks import SeededTaskSet
@@ -102,25 +102,13 @@ class CodeMathEnv(SessionEnv):
         levels: Sequence[int] = (1, 2, 3),
         pool: SandboxPool | None = None,
         cell_timeout: float = 10.0,
-        split: str = "train",
-        reward_weights: Mapping[str, float] | None = None,
-        max_turns: int | None = None,
-        render_mode: str | None = None,
-        answer_tool: bool = False,
+        **base: Unpack[BaseOptions],
     ):
         if not levels or any(lv not in (1, 2, 3) for lv in levels):
             raise InvalidConfigError(
                 f"levels must be a non-empty subset of (1, 2, 3), got {levels!r}."
             )
-        super().__init__(
-            pool=pool,
-            cell_timeout=cell_timeout,
-            split=split,
-            reward_weights=reward_weights,
-            max_turns=max_turns,
-            render_mode=render_mode,
-        )
-        self.answer_tool = bool(answer_tool)  # see AgentEnv; CodeMath ends with an <answer>
+        super().__init__(pool=pool, cell_timeout=cell_timeout, **base)
         self.levels = tuple(int(lv) for lv in levels)
         self._splits = {
             "train": LevelTaskSet(self.levels, 0, 100_000),

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 import numpy as np
 from agentgym.simulators.grid.sokoban import (
@@ -53,7 +53,7 @@ from agentgym.simulators.grid.sokoban import (
     solve,
 )
 
-from agentgym.core import AgentEnv, ResetOutcome, StepOutcome
+from agentgym.core import AgentEnv, BaseOptions, ResetOutcome, StepOutcome
 from agentgym.error import InvalidConfigError
 from agentgym.parsing import ParsedAction, Tool, render_tool_call
 from agentgym.tasks import SeededTaskSet, seeded_splits
@@ -106,10 +106,7 @@ class SokobanEnv(AgentEnv):
         width: int = 6,
         num_boxes: int = 1,
         min_moves: int = 4,
-        split: str = "train",
-        reward_weights: Mapping[str, float] | None = None,
-        max_turns: int | None = None,
-        render_mode: str | None = None,
+        **base: Unpack[BaseOptions],
     ):
         if not (4 <= height <= 16 and 4 <= width <= 16):
             raise InvalidConfigError(f"height and width must be in 4..16, got {height}x{width}.")
@@ -117,9 +114,7 @@ class SokobanEnv(AgentEnv):
             raise InvalidConfigError(
                 f"num_boxes={num_boxes} does not fit a {height}x{width} level."
             )
-        super().__init__(
-            split=split, reward_weights=reward_weights, max_turns=max_turns, render_mode=render_mode
-        )
+        super().__init__(**base)
         self.height, self.width, self.num_boxes = height, width, num_boxes
         self.min_moves = int(min_moves)
         self._splits = seeded_splits(f"sokoban-{height}x{width}-b{num_boxes}-m{min_moves}")

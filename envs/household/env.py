@@ -56,7 +56,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 from agentgym.envs.household.tasks import SPLITS, parse_task_id, split_tasks
 from agentgym.simulators.household import (
@@ -69,7 +69,7 @@ from agentgym.simulators.household import (
     next_command,
 )
 
-from agentgym.core import AgentEnv, ResetOutcome, StepOutcome
+from agentgym.core import AgentEnv, BaseOptions, ResetOutcome, StepOutcome
 from agentgym.parsing import ParsedAction, Tool, render_tool_call
 
 COMMAND_TOOL = Tool(
@@ -118,17 +118,8 @@ class HouseholdEnv(AgentEnv):
     default_max_turns: ClassVar[int | None] = 50
     splits: ClassVar[tuple[str, ...]] = SPLITS
 
-    def __init__(
-        self,
-        *,
-        split: str = "train",
-        reward_weights: Mapping[str, float] | None = None,
-        max_turns: int | None = None,
-        render_mode: str | None = None,
-    ):
-        super().__init__(
-            split=split, reward_weights=reward_weights, max_turns=max_turns, render_mode=render_mode
-        )
+    def __init__(self, **base: Unpack[BaseOptions]):
+        super().__init__(**base)
         self._world: World | None = None
         self._goal: Goal | None = None
         self._instruction = ""

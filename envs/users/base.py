@@ -12,14 +12,14 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 import numpy as np
 from agentgym.envs.users.credit import check_options, credit_turns, score_trajectory
 from agentgym.simulators.users.core import Dialogue, ToolResult, UserTurn
 from agentgym.simulators.users.wording import WordingBackend
 
-from agentgym.core import AgentEnv, ResetOutcome, StepOutcome
+from agentgym.core import AgentEnv, BaseOptions, ResetOutcome, StepOutcome
 from agentgym.parsing import ParsedAction, Tool, render_tool_call
 from agentgym.tasks import SeededTaskSet, seeded_splits
 
@@ -55,14 +55,11 @@ class UserDialogueEnv(AgentEnv):
     """Base of the user envs; subclasses set ``dialogue_cls`` and ``task_prefix``.
 
     Args:
-        split: ``"train"`` or ``"test"`` (disjoint seeded task sets).
-        reward_weights: Overrides of ``default_reward_weights``.
-        max_turns: Turn budget (default per env).
         wording: A wording backend for the user's replies (default: the templates).
         turn_credit: ``"raw"``, ``"equalized"``, ``"r2g"`` or ``"exact"``.
         credit_gamma: Discount of ``"r2g"`` credit and scoring.
         trajectory_score: ``"sum"``, ``"mean"`` or ``"r2g"``.
-        render_mode: ``"ansi"`` or None.
+        **base: The options every env takes (:class:`agentgym.core.EnvOptions`).
     """
 
     metadata: ClassVar[dict[str, Any]] = {  # type: ignore[misc]  # same as AgentEnv
@@ -85,18 +82,13 @@ class UserDialogueEnv(AgentEnv):
     def __init__(
         self,
         *,
-        split: str = "train",
-        reward_weights: Mapping[str, float] | None = None,
-        max_turns: int | None = None,
         wording: WordingBackend | None = None,
         turn_credit: str = "raw",
         credit_gamma: float = 0.8,
         trajectory_score: str = "sum",
-        render_mode: str | None = None,
+        **base: Unpack[BaseOptions],
     ):
-        super().__init__(
-            split=split, reward_weights=reward_weights, max_turns=max_turns, render_mode=render_mode
-        )
+        super().__init__(**base)
         check_options(turn_credit, trajectory_score, credit_gamma)
         self.wording = wording
         self.metadata = {**self.metadata, "blocking": wording is not None}  # type: ignore[misc]

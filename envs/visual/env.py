@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 import numpy as np
 from agentgym.envs.visual.grading import is_correct
@@ -20,7 +20,7 @@ from agentgym.simulators.visual.scene import Box, Scene, box_area, contains, pad
 from agentgym.simulators.visual.tasks import DIFFICULTIES, TASK_TYPES, generate
 from agentgym.simulators.visual.tools import TOOLS, ToolResult, run_tool
 
-from agentgym.core import AgentEnv, ResetOutcome, StepOutcome
+from agentgym.core import AgentEnv, BaseOptions, ResetOutcome, StepOutcome
 from agentgym.error import InvalidConfigError
 from agentgym.parsing import ParsedAction, Tool, render_answer, render_tool_call
 from agentgym.tasks import SeededTaskSet, seeded_splits
@@ -68,11 +68,7 @@ class VisualEnv(AgentEnv):
         max_calls_per_turn: int = 4,
         ocr_turn_mpx: float | None = OCR_TURN_MPX,
         ocr_episode_mpx: float | None = OCR_EPISODE_MPX,
-        split: str = "train",
-        reward_weights: Mapping[str, float] | None = None,
-        max_turns: int | None = None,
-        render_mode: str | None = None,
-        answer_tool: bool = False,
+        **base: Unpack[BaseOptions],
     ):
         if task_type not in TASK_TYPES:
             raise InvalidConfigError(
@@ -92,13 +88,7 @@ class VisualEnv(AgentEnv):
                 raise InvalidConfigError(
                     f"{name} must be None or 0..1e6 megapixels, got {value!r}."
                 )
-        super().__init__(
-            split=split,
-            reward_weights=reward_weights,
-            max_turns=max_turns,
-            render_mode=render_mode,
-            answer_tool=answer_tool,
-        )
+        super().__init__(**base)
         self.task_type = task_type
         self.difficulty = difficulty
         self.grounding_noise = float(grounding_noise)

@@ -14,13 +14,13 @@ import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 from agentgym.simulators.browser.actions import ANSWER, BROWSER_TOOLS, apply
 from agentgym.simulators.browser.dom import PageObservation, TextBrowser
 from agentgym.simulators.browser.site import Site
 
-from agentgym.core import AgentEnv, ResetOutcome, StepOutcome
+from agentgym.core import AgentEnv, BaseOptions, ResetOutcome, StepOutcome
 from agentgym.error import InvalidConfigError
 from agentgym.parsing import ParsedAction, Tool, render_tool_call
 from agentgym.text import safe_text
@@ -47,6 +47,16 @@ class Grade:
     message: str = ""
 
 
+class WebOptions(BaseOptions, total=False):
+    """:class:`WebEnv`'s own keywords and the base ones: what a family's env passes on."""
+
+    mode: str
+    screenshot: bool | str
+    obs_chars: int
+    action_timeout: float
+    aria: bool
+
+
 @functools.lru_cache(maxsize=4096)
 def _click(bid: str) -> str:
     """The click action on element ``bid`` (ids repeat on every page: rendered once each)."""
@@ -64,6 +74,7 @@ class WebEnv(AgentEnv):
         obs_chars: Budget for the page lines of one observation; the rest is cut with a note.
         action_timeout: Seconds one browser action may take before it counts as hung.
         aria: Append Playwright's ARIA snapshot of the page to the text (browser mode only).
+        **base: The options every env takes (:class:`agentgym.core.EnvOptions`).
     """
 
     metadata: ClassVar[dict[str, Any]] = {"family": "web", "render_modes": ["ansi"]}  # type: ignore[misc]
@@ -82,14 +93,9 @@ class WebEnv(AgentEnv):
         obs_chars: int = 6000,
         action_timeout: float = 10.0,
         aria: bool = False,
-        split: str = "train",
-        reward_weights: Mapping[str, float] | None = None,
-        max_turns: int | None = None,
-        render_mode: str | None = None,
+        **base: Unpack[BaseOptions],
     ):
-        super().__init__(
-            split=split, reward_weights=reward_weights, max_turns=max_turns, render_mode=render_mode
-        )
+        super().__init__(**base)
         if mode not in MODES:
             raise InvalidConfigError(f"mode must be one of {MODES}, got {mode!r}.")
         if mode == "text" and not self.text_mode_ok:

@@ -30,9 +30,9 @@ Version History
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
-from agentgym.envs.web.base import Grade, WebEnv
+from agentgym.envs.web.base import Grade, WebEnv, WebOptions
 from agentgym.envs.web.tasks import chosen_kinds
 from agentgym.simulators.browser.site import Site
 from agentgym.simulators.browser.sites.todo import KINDS, TodoSite
@@ -47,10 +47,10 @@ class WebTodoEnv(WebEnv):
     default_max_turns: ClassVar[int | None] = 10
     text_mode_ok: ClassVar[bool] = True
 
-    def __init__(self, *, kinds: Sequence[str] | None = None, **kwargs: Any):
+    def __init__(self, *, kinds: Sequence[str] | None = None, **options: Unpack[WebOptions]):
         self.kinds = chosen_kinds(kinds, KINDS, "to-do task kinds")
         self._splits = seeded_splits("todo")
-        super().__init__(**kwargs)
+        super().__init__(**options)
 
     def make_site(self) -> Site:
         return TodoSite(self.kinds)

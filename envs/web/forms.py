@@ -33,9 +33,9 @@ Version History
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
-from agentgym.envs.web.base import Grade, WebEnv
+from agentgym.envs.web.base import Grade, WebEnv, WebOptions
 from agentgym.simulators.browser.site import Site
 from agentgym.simulators.browser.sites.forms import FIELDS, STEPS, FormSite, describe
 
@@ -54,10 +54,10 @@ class WebFormsEnv(WebEnv):
     default_max_turns: ClassVar[int | None] = 30
     text_mode_ok: ClassVar[bool] = True
 
-    def __init__(self, **kwargs: Any):
+    def __init__(self, **options: Unpack[WebOptions]):
         self._splits = seeded_splits("form")
         self._score = 0.0
-        super().__init__(**kwargs)
+        super().__init__(**options)
 
     def env_state(self) -> Any:
         return self._score

@@ -44,9 +44,9 @@ Version History
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
-from agentgym.envs.web.base import Grade, WebEnv
+from agentgym.envs.web.base import Grade, WebEnv, WebOptions
 from agentgym.envs.web.tasks import KindSeedTaskSet, chosen_kinds, kind_seed_splits
 from agentgym.simulators.browser.site import Site
 from agentgym.simulators.browser.sites.widgets import KINDS, WidgetSite, oracle
@@ -59,10 +59,10 @@ class WebWidgetsEnv(WebEnv):
 
     default_max_turns: ClassVar[int | None] = 15
 
-    def __init__(self, *, kinds: Sequence[str] | None = None, **kwargs: Any):
+    def __init__(self, *, kinds: Sequence[str] | None = None, **options: Unpack[WebOptions]):
         self.kinds = chosen_kinds(kinds, KINDS, "widget kinds")
         self._splits: Mapping[str, KindSeedTaskSet] = kind_seed_splits("widget", self.kinds)
-        super().__init__(**kwargs)
+        super().__init__(**options)
 
     def make_site(self) -> Site:
         return WidgetSite()

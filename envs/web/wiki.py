@@ -32,9 +32,9 @@ Version History
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
-from agentgym.envs.web.base import Grade, WebEnv
+from agentgym.envs.web.base import Grade, WebEnv, WebOptions
 from agentgym.simulators.browser.site import Site
 from agentgym.simulators.browser.sites.wiki import WikiSite, normalize
 
@@ -54,10 +54,10 @@ class WebWikiEnv(WebEnv):
     text_mode_ok: ClassVar[bool] = True
     uses_answer: ClassVar[bool] = True
 
-    def __init__(self, **kwargs: Any):
+    def __init__(self, **options: Unpack[WebOptions]):
         self._splits = seeded_splits("wiki")
         self._seen: set[str] = set()
-        super().__init__(**kwargs)
+        super().__init__(**options)
 
     def env_state(self) -> Any:
         return self._seen

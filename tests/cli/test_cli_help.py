@@ -23,6 +23,7 @@ HELP_PENDING: set[str] = set()
 
 
 def _options(sub: argparse.ArgumentParser) -> list[argparse.Action]:
+    sub.format_help()  # adds the options a command generates on first use (agentgym.cli.defer)
     return [a for a in sub._actions if a.option_strings and not isinstance(a, argparse._HelpAction)]
 
 
@@ -52,7 +53,9 @@ def test_train_help_shows_the_default_of_every_option_that_has_one():
         flag = next(o for o in action.option_strings if o.startswith("--"))
         block = blocks[flag]
         default = action.default
-        text = " ".join(map(str, default)) if isinstance(default, list) else str(default)
+        text = (
+            (" ".join(map(str, default)) or "none") if isinstance(default, list) else str(default)
+        )
         assert f"(default: {text})" in block or "default" in (action.help or ""), block
         shown += 1
     assert shown >= 20  # train has many options with defaults: all were looked at
