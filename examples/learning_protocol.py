@@ -35,7 +35,17 @@ from typing import Any
 
 import numpy as np
 
-ALGOS = ("gigpo", "grpo", "tree-grpo")
+ALGOS = ("gigpo", "grpo", "tree-grpo", "tree-grpo-q")
+#: Run label -> (trainer algorithm, share of the chains' env-step budget). ``tree-grpo-q`` is
+#: Tree-GRPO at a quarter of the chains' budget, the comparison of the Tree-GRPO paper.
+#: Run-by-run comparisons (same demonstration and RL seeds, same tasks).
+COMPARISONS = (("gigpo", "grpo"), ("tree-grpo", "grpo"), ("tree-grpo-q", "grpo"))
+RUNS = {
+    "gigpo": ("gigpo", 1.0),
+    "grpo": ("grpo", 1.0),
+    "tree-grpo": ("tree-grpo", 1.0),
+    "tree-grpo-q": ("tree-grpo", 0.25),
+}
 
 #: Per env: id, env kwargs and the byte model's view (as in docs/household.md, docs/search.md).
 PRESETS: dict[str, dict[str, Any]] = {
@@ -86,6 +96,21 @@ class Protocol:
     reeval_tasks: int = 100
     max_turns: int = 0
     """Episode turn limit for training and evaluation (0: the preset's)."""
+    policy: str = "byte"
+    """``byte`` (the byte transformer) or ``word`` (the word transformer, whole episode)."""
+    demonstrator: str = "oracle"
+    """``oracle`` (privileged, noisy) or ``observer`` (observation-only, noisy)."""
+    relabel: bool = False
+    """SFT labels every demonstrated step with the observer's choice there."""
+    heads: int = 4
+    sft_minibatch: int = 0
+    """Rows per SFT gradient step (0: ``minibatch``)."""
+    context_tokens: int = 1024
+    """``word``: the window in words."""
+    latest_feature: bool = False
+    """``word``: mark candidate tokens that occur in the latest observation."""
+    algos: list[str] = field(default_factory=lambda: ["gigpo", "grpo", "tree-grpo"])
+    """Run labels (see :data:`RUNS`); ``tree-grpo-q`` adds Tree-GRPO at a quarter budget."""
 
 
 # ---- one process, one thing at a time -------------------------------------------------------
@@ -108,10 +133,25 @@ def _save(path: Path, data: Any) -> None:
     tmp.replace(path)
 
 
+def _history(p: Protocol) -> int | None:
+    """Turn pairs the policy reads: the word policy reads the whole episode."""
+    return None if p.policy == "word" else _preset(p)["history_turns"]
+
+
 def _model(p: Protocol) -> Any:
     from agentgym.agents.transformer import TransformerConfig
+    from agentgym.agents.wordmodel import WordConfig
 
     pre = _preset(p)
+    if p.policy == "word":
+        return WordConfig(
+            d_model=p.d_model,
+            n_layers=p.layers,
+            n_heads=p.heads,
+            max_tokens=p.context_tokens,
+            context=pre["context"],
+            latest_feature=p.latest_feature,
+        )
     return TransformerConfig(
         d_model=p.d_model,
         n_layers=p.layers,
@@ -133,17 +173,24 @@ def demos_and_sft(p: Protocol, out: Path, demo_seed: int) -> Path:
         return sft / "checkpoint.pt"
     t0 = time.perf_counter()
     demos = out / f"demos-d{demo_seed}.agtr"
-    stats = record_demos(
-        pre["env"],
-        demos,
-        episodes=p.demo_episodes,
-        epsilon=p.epsilon,
-        # far from the RL runs' task seeds (1_000_003 * seed + ...), distinct per demo seed
-        seed=500_000 + 10_000 * demo_seed,
-        env_kwargs=pre["env_kwargs"],
-        num_envs=8,
-    )
+    recorded = out / f"demos-d{demo_seed}.json"
+    if _done(recorded) is None:
+        stats = record_demos(
+            pre["env"],
+            demos,
+            episodes=p.demo_episodes,
+            epsilon=p.epsilon,
+            # far from the RL runs' task seeds (1_000_003 * seed + ...), distinct per demo seed
+            seed=500_000 + 10_000 * demo_seed,
+            env_kwargs=pre["env_kwargs"],
+            num_envs=8,
+            demonstrator=p.demonstrator,
+        )
+        _save(recorded, stats.__dict__)
+    stats_d = _done(recorded)
+    assert stats_d is not None
     t1 = time.perf_counter()
+    resume = (sft / "checkpoint.pt").exists()  # a killed SFT run goes on from its last epoch
     cfg = TrainConfig(
         env_id=pre["env"],
         algo="sft",
@@ -151,20 +198,28 @@ def demos_and_sft(p: Protocol, out: Path, demo_seed: int) -> Path:
         iterations=p.sft_epochs,
         seed=demo_seed,
         lr=p.sft_lr,
-        minibatch_size=p.minibatch,
-        history_turns=pre["history_turns"],
-        model=_model(p),
+        minibatch_size=p.sft_minibatch or p.minibatch,
+        history_turns=_history(p),
+        policy=p.policy,
+        demos_relabel=p.relabel,
         out_dir=str(sft),
         progress=False,
-        overwrite=True,
+        checkpoint_every=1,
+        overwrite=not resume,
+        resume=resume,
+        demo_nll_every=1 if p.policy == "byte" else 1000,
     )
+    if p.policy == "word":
+        cfg.word = _model(p)
+    else:
+        cfg.model = _model(p)
     train(cfg)
     _save(
         marker,
         {
-            "demo_episodes": stats.episodes,
-            "demo_steps": stats.steps,
-            "demo_success": getattr(stats, "success_rate", None),
+            "demo_episodes": stats_d["episodes"],
+            "demo_steps": stats_d["steps"],
+            "demo_success": stats_d["success"],
             "demos_s": t1 - t0,
             "sft_s": time.perf_counter() - t1,
         },
@@ -178,33 +233,47 @@ def _trainer_class() -> Any:
     from agentgym.rl.trainer import Trainer
 
     class AnchorTrainer(Trainer):
-        anchor: list[dict[str, float]]
+        """Records each GiGPO batch's anchor statistics (with its iteration) in
+        ``anchor.json`` next to the checkpoint, so a resumed run keeps the earlier ones."""
+
+        def __init__(self, cfg: Any):
+            super().__init__(cfg)
+            path = self.out / "anchor.json" if self.out else None
+            old = (_done(path) or []) if path is not None else []
+            self.anchor: list[dict[str, float]] = [
+                a for a in old if a.get("iteration", 0) < self.iteration
+            ]
 
         def advantages(self, batch: Any) -> Any:
             rows, adv = super().advantages(batch)
             if self.cfg.algo == "gigpo" and rows:
-                if not hasattr(self, "anchor"):
-                    self.anchor = []
-                self.anchor.append(anchor_group_stats(rows, self.cfg.gigpo))
+                stats = anchor_group_stats(rows, self.cfg.gigpo)
+                self.anchor.append({**stats, "iteration": self.iteration})
+                if self.out:
+                    _save(self.out / "anchor.json", self.anchor)
             return rows, adv
 
     return AnchorTrainer
 
 
 def rl_run(p: Protocol, run_dir: Path, algo: str, init: Path, seed: int, lr: float) -> Path:
-    """One RL run from ``init`` at the protocol's env-step budget; its checkpoint."""
+    """One RL run (``algo``: a label of :data:`RUNS`) from ``init`` at its share of the
+    protocol's env-step budget; its checkpoint. A run killed part-way resumes from its last
+    checkpoint."""
     from agentgym.rl.trainer import TrainConfig
 
     pre = _preset(p)
     marker = run_dir / "done.json"
     if marker.exists():
         return run_dir / "checkpoint.pt"
+    trainer_algo, share = RUNS[algo]
+    resume = (run_dir / "checkpoint.pt").exists()
     cfg = TrainConfig(
         env_id=pre["env"],
-        algo=algo,
+        algo=trainer_algo,
         seed=seed,
         iterations=100_000,
-        max_env_steps=p.budget,
+        max_env_steps=int(p.budget * share),
         tasks_per_iter=p.tasks,
         group_size=p.group,
         env_kwargs=pre["env_kwargs"],
@@ -213,24 +282,27 @@ def rl_run(p: Protocol, run_dir: Path, algo: str, init: Path, seed: int, lr: flo
         lr=lr,
         ppo_epochs=p.epochs,
         minibatch_size=p.minibatch,
-        history_turns=pre["history_turns"],
+        history_turns=_history(p),
         out_dir=str(run_dir),
         progress=False,
-        checkpoint_every=1000,
+        checkpoint_every=1000 if p.policy == "byte" else 2,
         init=str(init),
-        overwrite=True,
+        overwrite=not resume,
+        resume=resume,
     )
     # Tree-GRPO: 2 trees x 2 expansions x 1 round = 6 leaves per task (the chains' 4-8)
     cfg.tree.trees, cfg.tree.expand, cfg.tree.rounds = 2, 2, 1
     cfg.loss.kl_coef = p.kl_coef
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     trainer = _trainer_class()(cfg)
     trainer.run()
-    anchor = getattr(trainer, "anchor", [])
+    anchor = list(getattr(trainer, "anchor", []))
     _save(
         marker,
         {
             "train_s": time.perf_counter() - t0,
+            "train_cpu_s": time.process_time() - c0,
+            "resumed": resume,
             "env_steps": trainer.env_steps,
             "iterations": trainer.iteration,
             "anchor": anchor,
@@ -247,13 +319,18 @@ def evaluate(
 
     from agentgym.agents.load import load_checkpoint_state
     from agentgym.agents.transformer import TransformerPolicy
+    from agentgym.agents.wordmodel import WordPolicy, is_word_state
     from agentgym.rl.heldout import heldout_eval
 
     got = _done(cache)
     if got is not None and got.get("seeds") == seeds:
         return got
     pre = _preset(p)
-    policy = TransformerPolicy.from_state_dict(load_checkpoint_state(ckpt))
+    state = load_checkpoint_state(ckpt)
+    if is_word_state(state):
+        policy: Any = WordPolicy.from_state_dict(state)
+    else:
+        policy = TransformerPolicy.from_state_dict(state)
     t0 = time.perf_counter()
     res: dict[str, Any] = {"seeds": seeds, "split": split}
     for mode in ("greedy", "sampled"):
@@ -266,7 +343,7 @@ def evaluate(
             seeds=seeds,
             greedy=mode == "greedy",
             env_kwargs=pre["env_kwargs"],
-            history_turns=pre["history_turns"],
+            history_turns=_history(p),
             num_envs=min(32, len(seeds)),
             backend="sync",
         )
@@ -275,6 +352,36 @@ def evaluate(
         res[f"{mode}_steps"] = r.env_steps
     res["eval_s"] = time.perf_counter() - t0
     _save(cache, res)
+    return res
+
+
+def demonstrator_success(p: Protocol, out: Path, sets: dict[str, list[int]]) -> dict[str, Any]:
+    """Success of the demonstrator (noise-free) on 200 train tasks and on every task set:
+    what cloning it can reach at most (cached in ``demonstrator.json``)."""
+    from agentgym.agents.scripted import OraclePolicy
+    from agentgym.rl.demos import observer_for
+    from agentgym.rl.heldout import heldout_eval
+
+    path = out / "demonstrator.json"
+    got = _done(path)
+    if got is not None:
+        return got
+    pre = _preset(p)
+    name = p.demonstrator
+    policy = OraclePolicy() if name == "oracle" else observer_for(pre["env"])
+    plays = {
+        "train": ("train", [500_000 + 10_000 * 9 + k for k in range(200)]),
+        "valid": ("valid", sets["valid"]),
+        "table": ("test", sets["table"]),
+        "reeval": ("test", sets["reeval"]),
+    }
+    res: dict[str, Any] = {"demonstrator": name}
+    for key, (split, seeds) in plays.items():
+        r = heldout_eval(pre["env"], policy, split=split, seeds=seeds, env_kwargs=pre["env_kwargs"],
+                         history_turns=None, num_envs=16, backend="sync")  # fmt: skip
+        res[key] = {"success": r.success, "tasks": len(seeds),
+                    "turns": float(np.mean([o.turns for o in r.outcomes]))}  # fmt: skip
+    _save(path, res)
     return res
 
 
@@ -309,27 +416,48 @@ def _run_seed(demo_seed: int, rl_seed: int) -> int:
     return 1 + 100 * demo_seed + rl_seed
 
 
-def run_protocol(p: Protocol, out: Path) -> dict[str, Any]:
-    """Every stage in order, skipping the finished ones; returns results.json's content."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "protocol.json").write_text(json.dumps(p.__dict__, indent=1))
-    sets = task_sets(p, out)
+def _mine(shard: tuple[int, int] | None, index: int) -> bool:
+    """Whether run number ``index`` belongs to this process (``shard`` = (k, n): every
+    n-th run from the k-th; None: all)."""
+    return shard is None or index % shard[1] == shard[0]
+
+
+def _wait_for(paths: list[Path], poll_s: float = 60.0) -> None:
+    """Block until every path exists (another shard's runs)."""
+    while not all(path.exists() for path in paths):
+        time.sleep(poll_s)
+
+
+def sweep_lr(
+    p: Protocol,
+    out: Path,
+    sets: dict[str, list[int]],
+    starts: dict[int, Path],
+    shard: tuple[int, int] | None,
+    results: dict[str, Any],
+) -> dict[str, float]:
+    """The learning rate of each algorithm, chosen on the valid set: one run per (algorithm,
+    lr) from demonstration seed 0 and RL seed 0 (this shard's share of them), scored by mean
+    greedy and sampled valid success; ties go to the first lr. Fills ``results["sweep"]``."""
     ev = out / "evals"
-    ev.mkdir(exist_ok=True)
-    starts = {d: demos_and_sft(p, out, d) for d in p.demo_seeds}
-    results: dict[str, Any] = {"protocol": p.__dict__, "sets": sets, "start": {}, "sweep": {}}
     d0, r0 = p.demo_seeds[0], p.rl_seeds[0]
-    results["start_valid"] = evaluate(
-        p, starts[d0], ev / f"start-d{d0}-valid.json", "valid", sets["valid"]
-    )
-    # 3. learning rate per algorithm, on valid only
+    swept = [a for a in p.algos if a != "tree-grpo-q"]
+    if "tree-grpo-q" in p.algos and "tree-grpo" not in swept:
+        swept.append("tree-grpo")
+    sweep = [(a, lr) for a in swept for lr in p.lr_grid]
+    for i, (algo, lr) in enumerate(sweep):
+        name = f"{algo}-lr{lr:g}-d{d0}-r{r0}"
+        if _mine(shard, i):
+            ckpt = rl_run(p, out / "runs" / name, algo, starts[d0], _run_seed(d0, r0), lr)
+            evaluate(p, ckpt, ev / f"{name}-valid.json", "valid", sets["valid"])
+    _wait_for([ev / f"{a}-lr{lr:g}-d{d0}-r{r0}-valid.json" for a, lr in sweep])
     chosen: dict[str, float] = {}
-    for algo in ALGOS:
+    for algo in swept:
         scores = {}
         for lr in p.lr_grid:
             name = f"{algo}-lr{lr:g}-d{d0}-r{r0}"
-            ckpt = rl_run(p, out / "runs" / name, algo, starts[d0], _run_seed(d0, r0), lr)
-            v = evaluate(p, ckpt, ev / f"{name}-valid.json", "valid", sets["valid"])
+            v = evaluate(p, out / "runs" / name / "checkpoint.pt", ev / f"{name}-valid.json",
+                         "valid", sets["valid"])  # fmt: skip
             scores[lr] = (float(np.mean(v["greedy"])) + float(np.mean(v["sampled"]))) / 2
             results["sweep"][name] = {
                 "lr": lr,
@@ -337,17 +465,57 @@ def run_protocol(p: Protocol, out: Path) -> dict[str, Any]:
                 "valid_sampled": float(np.mean(v["sampled"])),
             }
         chosen[algo] = max(p.lr_grid, key=lambda lr: (scores[lr], -p.lr_grid.index(lr)))
+    if "tree-grpo-q" in p.algos:
+        chosen["tree-grpo-q"] = chosen["tree-grpo"]
+    return chosen
+
+
+def run_protocol(p: Protocol, out: Path, shard: tuple[int, int] | None = None) -> dict[str, Any]:
+    """Every stage in order, skipping the finished ones; returns results.json's content.
+
+    With ``shard`` = (k, n), this process trains and evaluates only every n-th RL run from
+    the k-th (n processes share the work: start them after the SFT starts exist); it waits
+    for the other shards' valid runs before the main runs, and a final call without a shard
+    assembles the results."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "protocol.json").write_text(json.dumps(p.__dict__, indent=1))
+    sets = task_sets(p, out)
+    ev = out / "evals"
+    ev.mkdir(exist_ok=True)
+    for i, d in enumerate(p.demo_seeds):
+        if _mine(shard, i):
+            demos_and_sft(p, out, d)
+    _wait_for([out / f"sft-d{d}" / "done.json" for d in p.demo_seeds])
+    starts = {d: demos_and_sft(p, out, d) for d in p.demo_seeds}
+    results: dict[str, Any] = {"protocol": p.__dict__, "sets": sets, "start": {}, "sweep": {}}
+    d0, r0 = p.demo_seeds[0], p.rl_seeds[0]
+    if shard is None:
+        results["start_valid"] = evaluate(
+            p, starts[d0], ev / f"start-d{d0}-valid.json", "valid", sets["valid"]
+        )
+        results["demonstrator"] = demonstrator_success(p, out, sets)
+    # 3. learning rate per algorithm, on valid only (tree-grpo-q uses tree-grpo's)
+    chosen = sweep_lr(p, out, sets, starts, shard, results)
     results["chosen_lr"] = chosen
     # 4-5. every seed pair, evaluated on the table and the re-evaluation sets
-    for d in p.demo_seeds:
-        results["start"][d] = {
-            s: evaluate(p, starts[d], ev / f"start-d{d}-{s}.json", "test", sets[s])
-            for s in ("table", "reeval")
-        }
+    if shard is None:
+        for d in p.demo_seeds:
+            results["start"][d] = {
+                s: evaluate(p, starts[d], ev / f"start-d{d}-{s}.json", "test", sets[s])
+                for s in ("table", "reeval")
+            }
     results["runs"] = {}
-    for algo, d, r in itertools.product(ALGOS, p.demo_seeds, p.rl_seeds):
+    todo = [
+        (algo, d, r)
+        for algo, d, r in itertools.product(p.algos, p.demo_seeds, p.rl_seeds)
+        if not (d == d0 and r == r0 and algo != "tree-grpo-q")  # the sweep trained these
+    ]
+    mine = {run for i, run in enumerate(todo) if _mine(shard, i)}
+    for algo, d, r in itertools.product(p.algos, p.demo_seeds, p.rl_seeds):
         lr = chosen[algo]
         name = f"{algo}-lr{lr:g}-d{d}-r{r}"
+        if shard is not None and (algo, d, r) not in mine:
+            continue
         ckpt = rl_run(p, out / "runs" / name, algo, starts[d], _run_seed(d, r), lr)
         results["runs"][name] = {
             "algo": algo,
@@ -469,13 +637,24 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
             cell["anchor_rows"] = int(w.sum())
             for key in ("step_nonzero", "episode_nonzero", "shared", "anchor_size"):
                 cell[key] = float(np.average([a[key] for a in anchors], weights=w))
+            # the start policy's batches (the first 2 of each run) and the final's (last 2)
+            for part, pick in (("start", slice(0, 2)), ("final", slice(-2, None))):
+                got = [a for v in mine for a in ((v.get("train") or {}).get("anchor") or [])[pick]]
+                wp = np.array([a["rows"] for a in got])
+                for key in ("step_nonzero", "episode_nonzero"):
+                    cell[f"{key}_{part}"] = float(np.average([a[key] for a in got], weights=wp))
         summary["algos"][algo] = cell
         trains = [v["train"] for v in mine if v.get("train")]
         if trains:
             summary.setdefault("cost", {})[algo] = float(
                 sum(t["train_s"] for t in trains) / sum(t["env_steps"] for t in trains)
             )
-    for a, b in (("gigpo", "grpo"), ("tree-grpo", "grpo")):
+            cpu = [t for t in trains if "train_cpu_s" in t and not t.get("resumed")]
+            if cpu:
+                summary.setdefault("cpu_cost", {})[algo] = float(
+                    sum(t["train_cpu_s"] for t in cpu) / sum(t["env_steps"] for t in cpu)
+                )
+    for a, b in COMPARISONS:
         for s, mode in itertools.product(("table", "reeval"), ("greedy", "sampled")):
             pairs = []
             for v in runs.values():
@@ -510,6 +689,25 @@ def _beyond(cell: dict[str, Any]) -> bool:
     gain, se_runs = cell["gain_runs"]
     se_tasks = cell["gain_tasks"][1]
     return bool(gain > 2 * se_runs and gain > 2 * se_tasks)
+
+
+def _demonstrator_lines(results: dict[str, Any]) -> list[str]:
+    """The demonstrator's success on each set (what cloning it can reach), as markdown."""
+    lines: list[str] = []
+    demo = results.get("demonstrator")
+    if demo:
+        lines += [
+            "",
+            f"The demonstrator ({demo['demonstrator']}, no noise) on each set, what cloning it "
+            "can reach: "
+            + ", ".join(
+                f"{k} {demo[k]['success']:.3f} ({demo[k]['tasks']} tasks, "
+                f"{demo[k]['turns']:.1f} turns)"
+                for k in ("train", "valid", "table", "reeval")
+            )
+            + ".",
+        ]
+    return lines
 
 
 def table_markdown(results: dict[str, Any], summary: dict[str, Any]) -> str:
@@ -568,6 +766,7 @@ def table_markdown(results: dict[str, Any], summary: dict[str, Any]) -> str:
                     f"{c['runs_up']}/{c['runs_down']}"
                 )
             lines.append("| " + " | ".join(gain) + " |")
+    lines += _demonstrator_lines(results)
     lines += ["", "SFT start per demonstration seed (table set):"]
     for mode in ("greedy", "sampled"):
         per = summary["start"][f"table/{mode}"]["per_demo_seed"]
@@ -589,6 +788,14 @@ def table_markdown(results: dict[str, Any], summary: dict[str, Any]) -> str:
             "Wall seconds per RL env step (one single-threaded process on the shared machine), "
             "rollouts and updates: " + ", ".join(f"{a} {v:.3f}" for a, v in cost.items()),
         ]
+    cpu_cost = summary.get("cpu_cost", {})
+    if cpu_cost:
+        lines += [
+            "",
+            "CPU seconds per RL env step (the process's own CPU time, which the machine's load "
+            "does not inflate; runs that were resumed are left out): "
+            + ", ".join(f"{a} {v:.3f}" for a, v in cpu_cost.items()),
+        ]
     lines += [
         "",
         "Between algorithms, run by run (same demonstration and RL seed, same tasks): mean "
@@ -597,7 +804,7 @@ def table_markdown(results: dict[str, Any], summary: dict[str, Any]) -> str:
         "| comparison | set | greedy | sampled |",
         "|---|---|---|---|",
     ]
-    for a, b in (("gigpo", "grpo"), ("tree-grpo", "grpo")):
+    for a, b in COMPARISONS:
         for s in ("table", "reeval"):
             cells = []
             for mode in ("greedy", "sampled"):
@@ -615,7 +822,11 @@ def table_markdown(results: dict[str, Any], summary: dict[str, Any]) -> str:
             f"GiGPO's training batches: {g['step_nonzero']:.2f} of rows have a non-zero step "
             f"advantage, {g['episode_nonzero']:.2f} a non-zero episode advantage, "
             f"{g['shared']:.2f} share their anchor state with another row (mean anchor-group "
-            f"size {g['anchor_size']:.1f}; {g['anchor_rows']} rows, every batch of every run).",
+            f"size {g['anchor_size']:.1f}; {g['anchor_rows']} rows, every batch of every run). "
+            f"The start policy's batches (first 2 of each run): {g['step_nonzero_start']:.2f} "
+            f"non-zero step, {g['episode_nonzero_start']:.2f} non-zero episode advantage; the "
+            f"final policy's (last 2): {g['step_nonzero_final']:.2f} and "
+            f"{g['episode_nonzero_final']:.2f}.",
         ]
     probe = results.get("anchor_probe")
     if probe:
@@ -755,6 +966,12 @@ def main() -> None:
         "--anchor-probe", action="store_true", help="only GiGPO's anchor statistics, noisy oracle"
     )
     ap.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="train and evaluate only every N-th RL run from the K-th (N processes share "
+        "the runs; start them once the SFT starts exist, then run once without --shard)",
+    )
+    ap.add_argument(
         "--starts-from",
         metavar="DIR",
         help="reuse the SFT starts (and task sets) of the protocol run in DIR, e.g. to train "
@@ -766,8 +983,10 @@ def main() -> None:
             continue
         flag = "--" + name.replace("_", "-")
         if isinstance(value, list):
-            kind = float if name == "lr_grid" else int
+            kind = {"lr_grid": float, "algos": str}.get(name, int)
             ap.add_argument(flag, nargs="+", type=kind, default=value)
+        elif isinstance(value, bool):
+            ap.add_argument(flag, action=argparse.BooleanOptionalAction, default=value)
         else:
             ap.add_argument(flag, type=type(value), default=value)
     args = ap.parse_args()
@@ -784,7 +1003,14 @@ def main() -> None:
         p = Protocol(**{k: getattr(args, k) for k in defaults.__dict__})
         if args.starts_from:
             reuse_starts(p, Path(args.starts_from), out)
-        run_protocol(p, out)
+        shard = None
+        if args.shard:
+            k, n = (int(x) for x in args.shard.split("/"))
+            shard = (k, n)
+        run_protocol(p, out, shard)
+        if shard is not None:
+            print(f"shard {args.shard} done")
+            return
     print(report(out))
     print(f"curve: {out / 'curve.png'}")
 

@@ -6,7 +6,7 @@ One place that knows every kind, so ``agentgym eval``, ``agentgym demos`` and th
 * ``random`` / ``oracle``: the scripted baseline and the env's privileged oracle;
 * ``noisy-oracle``: the oracle with probability ``epsilon`` of a random admissible action;
 * ``checkpoint``: the policy of a ``checkpoint.pt`` written by ``agentgym train`` (the byte
-  transformer, or the transformers model of a ``--policy hf`` run);
+  or word transformer, or the transformers model of a ``--policy hf`` run);
 * ``hf``: a local transformers causal LM folder (``--model PATH``);
 * ``openai``: a model behind any OpenAI-compatible chat-completions server (vLLM, SGLang,
   llama.cpp, a hosted API): ``base_url`` and ``model`` (the served name), through
@@ -107,6 +107,13 @@ def load_policy(
             )
             hf.load_state_dict(state)
             return hf
+        if state.get("kind") == "word":  # a run trained with --policy word
+            from agentgym.agents.wordmodel import WordPolicy
+
+            word = WordPolicy.from_state_dict(state, device=device)
+            word.generator.manual_seed(seed)
+            word.config.temperature = temperature
+            return word
         policy = TransformerPolicy.from_state_dict(state, device=device)
         policy.generator.manual_seed(seed)
         policy.config.temperature = temperature

@@ -28,7 +28,7 @@ import functools
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from agentgym.agents.base import Generation, PolicyInput
+from agentgym.agents.checkpoint import ModuleCheckpoint
 from agentgym.error import InvalidConfigError
 
 BOS, EOS, PAD = 256, 257, 258
@@ -323,7 +324,7 @@ def candidate_views(inp: PolicyInput, actions: Sequence[str], view: str = "actio
     return out
 
 
-class TransformerPolicy:
+class TransformerPolicy(ModuleCheckpoint):
     """The byte transformer as an agentgym :class:`~agentgym.agents.Policy`.
 
     Examples:
@@ -333,6 +334,8 @@ class TransformerPolicy:
         >>> gen.text in ("a", "b"), gen.meta["choice"] in (0, 1)
         (True, True)
     """
+
+    config_class = TransformerConfig
 
     def __init__(
         self, config: TransformerConfig | None = None, *, device: str = "cpu", seed: int = 0
@@ -606,21 +609,6 @@ class TransformerPolicy:
         for p in other.model.parameters():
             p.requires_grad_(False)
         return other
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"config": asdict(self.config), "model": self.model.state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.model.load_state_dict(state["model"])
-
-    @classmethod
-    def from_state_dict(cls, state: dict[str, Any], device: str = "cpu") -> TransformerPolicy:
-        policy = cls(TransformerConfig(**state["config"]), device=device)
-        policy.load_state_dict(state)
-        return policy
-
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.model.parameters())
 
 
 def count_tokens(generations: Sequence[Generation]) -> int:

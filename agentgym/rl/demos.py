@@ -15,12 +15,14 @@ actions), paired with the action the demonstrator took.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentgym.agents.base import Policy, PolicyInput
+from agentgym.agents.base import Generation, Policy, PolicyInput
 from agentgym.error import InvalidConfigError
 from agentgym.registry import get_record
 from agentgym.rl.rollouts import Chat
@@ -59,12 +61,15 @@ def record_demos(
     env_kwargs: Mapping[str, Any] | None = None,
     num_envs: int = 8,
     progress: bool = False,
+    demonstrator: str = "oracle",
 ) -> DemoStats:
     """Play ``episodes`` TRAIN-split episodes with a demonstrator and record them to ``out``.
 
-    The demonstrator is ``policy`` if given, else the env's oracle with probability
-    ``epsilon`` of a random admissible action. Episode ``k`` is reset with seed
-    ``seed + k``.
+    The demonstrator is ``policy`` if given, else ``demonstrator`` (``"oracle"``: the env's
+    privileged oracle; ``"observer"``: the env family's observation-only demonstrator, see
+    :func:`observer_for`) with probability ``epsilon`` of a random admissible action.
+    Episode ``k`` is reset with seed ``seed + k``. The demonstrator reads the whole
+    conversation (an observer needs everything it has seen).
     """
     from agentgym.agents.scripted import NoisyPolicy, OraclePolicy
     from agentgym.episodes import play
@@ -79,18 +84,22 @@ def record_demos(
             f"demonstrations come from the train split; got split={kwargs['split']!r}. "
             "Held-out evaluation uses the test split, so demos from it would leak."
         )
-    demonstrator = policy if policy is not None else NoisyPolicy(OraclePolicy(), epsilon, seed)
-    extra = {"demonstrator": type(demonstrator).__name__, "epsilon": epsilon, "seed": seed}
+    if policy is None:
+        base: Policy = OraclePolicy() if demonstrator == "oracle" else observer_for(record.id)
+        policy = NoisyPolicy(base, epsilon, seed)
+    base_name = type(getattr(policy, "base", policy)).__name__
+    extra = {"demonstrator": base_name, "epsilon": epsilon, "seed": seed}
     with Recorder(out, env_id=record.id, header_extra=extra) as rec:
         callbacks: dict[str, Any] = rec.play_callbacks(record.id, seed=seed)
         summaries = play(
             record.id,
-            demonstrator,
+            policy,
             episodes=episodes,
             seed=seed,
             env_kwargs=kwargs,
             num_envs=num_envs,
             progress=progress,
+            history_turns=None,
             **callbacks,
         )
     steps = sum(s.turns for s in summaries)
@@ -149,3 +158,183 @@ def _obs(obs: Any) -> dict[str, Any]:
     if isinstance(obs, Mapping):
         return {"text": str(obs.get("text", "")), "images": []}
     return {"text": "" if obs is None else str(obs), "images": []}
+
+
+# ---- observation-only demonstrators ------------------------------------------------------------
+
+
+_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+
+
+def _text(message: Mapping[str, Any]) -> str:
+    content = message.get("content", "")
+    if isinstance(content, list):
+        content = " ".join(p.get("text", "") for p in content if isinstance(p, Mapping))
+    return str(content)
+
+
+def _command(action: str) -> str:
+    """The ``command`` argument of a household tool call (the text itself otherwise)."""
+    bodies = _TOOL_CALL.findall(action)
+    if len(bodies) == 1:
+        try:
+            call = json.loads(bodies[0])
+            if call.get("name") == "command":
+                return str(call["arguments"]["command"])
+        except (ValueError, KeyError, TypeError, AttributeError):
+            pass
+    return action
+
+
+class HouseholdExplorerPolicy:
+    """:class:`~agentgym.simulators.household.explorer.Explorer` as a policy: it reads the
+    conversation and the admissible commands only, never ``PolicyInput.env``."""
+
+    def __init__(self, order: str = "likely"):
+        from agentgym.simulators.household.explorer import Explorer
+
+        self.explorer = Explorer(order)
+
+    def act(self, inputs: Sequence[PolicyInput]) -> list[Generation]:
+        out = []
+        for inp in inputs:
+            msgs = [m for m in inp.messages if m.get("role") != "system"]
+            texts = [_text(m) for m in msgs if m.get("role") == "user"]
+            commands = [_command(_text(m)) for m in msgs if m.get("role") == "assistant"]
+            actions = list(inp.info.get("admissible_actions") or [])
+            by_command = {_command(a): a for a in actions}
+            command = self.explorer.decide(texts, commands, list(by_command))
+            out.append(Generation(text=by_command.get(command, command)))
+        return out
+
+
+_ANSWER = re.compile(r"^<answer>(.*)</answer>$", re.DOTALL)
+
+
+def _call(action: str) -> tuple[str, str] | None:
+    """``(tool, its one argument)`` of a single tool call, ``("answer", text)`` of an
+    answer; None for anything else."""
+    m = _ANSWER.match(action.strip())
+    if m:
+        return ("answer", m.group(1))
+    bodies = _TOOL_CALL.findall(action)
+    if len(bodies) != 1:
+        return None
+    try:
+        call = json.loads(bodies[0])
+        args = list(call["arguments"].values())
+        return (str(call["name"]), str(args[0])) if len(args) == 1 else None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+class SearchReaderPolicy:
+    """:class:`~agentgym.simulators.search.reader_demo.Reader` as a policy: it reads the
+    question, what its actions returned and the admissible actions, never ``.env``."""
+
+    def __init__(self) -> None:
+        from agentgym.simulators.search.reader_demo import Reader
+
+        self.reader = Reader()
+
+    def act(self, inputs: Sequence[PolicyInput]) -> list[Generation]:
+        from agentgym.simulators.search.reader_demo import Options
+
+        out = []
+        for inp in inputs:
+            msgs = [m for m in inp.messages if m.get("role") != "system"]
+            users = [_text(m) for m in msgs if m.get("role") == "user"]
+            first = users[0] if users else ""
+            question = first.split("\n", 1)[0].removeprefix("Question: ")
+            calls = [_call(_text(m)) for m in msgs if m.get("role") == "assistant"]
+            searched = any(c is not None and c[0] == "search" for c in calls)
+            actions = list(inp.info.get("admissible_actions") or [])
+            by_call = {c: a for a in actions if (c := _call(a)) is not None}
+            kinds = {k: tuple(arg for kind, arg in by_call if kind == k) for k in
+                     ("search", "open", "answer")}  # fmt: skip
+            options = Options(kinds["search"], kinds["open"], kinds["answer"])
+            choice = self.reader.decide(question, users[1:], options, searched)
+            out.append(Generation(text=by_call.get(choice, f"<answer>{choice[1]}</answer>")))
+        return out
+
+
+#: Env id -> the observation-only demonstrator of its family (a callable giving a policy).
+OBSERVERS: dict[str, Any] = {
+    "agentgym/Household-v0": HouseholdExplorerPolicy,
+    "agentgym/SearchQA-v0": SearchReaderPolicy,
+}
+
+
+def observer_for(env_id: str) -> Policy:
+    """The observation-only demonstrator of ``env_id`` (a typed error where there is none)."""
+    record = get_record(env_id)
+    make = OBSERVERS.get(record.id)
+    if make is None:
+        raise InvalidConfigError(
+            f"no observation-only demonstrator for {record.id}; there is one for "
+            f"{sorted(OBSERVERS)}. Use demonstrator='oracle'."
+        )
+    policy: Policy = make()
+    return policy
+
+
+def demo_texts(path: str | os.PathLike[str]) -> list[list[str]]:
+    """Per recorded episode, the texts a policy reads and chooses among: observations and
+    admissible actions (for :func:`agentgym.agents.wordmodel.build_vocabulary`)."""
+    from agentgym.agents.wordmodel import action_view
+
+    out = []
+    for steps in _episodes(demo_steps(path, history_turns=0)):
+        texts = [_text(m) for m in steps[0].input.messages if m.get("role") != "system"]
+        for st in steps:
+            texts += [action_view(a) for a in st.input.info.get("admissible_actions") or []]
+            texts += [_text(m) for m in st.input.messages[-1:] if m.get("role") == "user"]
+        out.append(texts)
+    return out
+
+
+def relabel(steps: Sequence[DemoStep], env_id: str, path: str | os.PathLike[str]) -> list[DemoStep]:
+    """``steps`` with each action replaced by the observation-only demonstrator's choice at
+    that step. The demonstrator reads the whole episode, so the steps are rebuilt from
+    ``path`` with full history for it; the returned steps keep their own inputs."""
+    observer = observer_for(env_id)
+    full = demo_steps(path, history_turns=None)
+    if len(full) != len(steps):
+        # only_success dropped episodes: match the steps by episode and position
+        by_key = {(s.episode_id, _step_index(full, i)): s for i, s in enumerate(full)}
+        full = [by_key[(s.episode_id, _step_index(steps, i))] for i, s in enumerate(steps)]
+    labels = [g.text for g in observer.act([s.input for s in full])]
+    return [DemoStep(s.input, a, s.episode_id, s.success) for s, a in zip(steps, labels)]
+
+
+def _step_index(steps: Sequence[DemoStep], i: int) -> int:
+    """Position of ``steps[i]`` within its episode."""
+    k = 0
+    while i - k - 1 >= 0 and steps[i - k - 1].episode_id == steps[i].episode_id:
+        k += 1
+    return k
+
+
+def random_texts(
+    env_id: str, env_kwargs: Mapping[str, Any], *, episodes: int = 64, seed: int = 0
+) -> list[list[str]]:
+    """Per episode of a random admissible policy on the TRAIN split, the texts a policy
+    reads and chooses among (observations and admissible actions)."""
+    import tempfile
+    from pathlib import Path
+
+    from agentgym.agents.scripted import RandomPolicy
+
+    kwargs = {k: v for k, v in dict(env_kwargs).items() if k != "split"}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "random.agtr"
+        record_demos(env_id, out, episodes=episodes, policy=RandomPolicy(seed), seed=seed,
+                     env_kwargs=kwargs)  # fmt: skip
+        return demo_texts(out)
+
+
+def _episodes(steps: Sequence[DemoStep]) -> list[list[DemoStep]]:
+    grouped: dict[str, list[DemoStep]] = {}
+    for st in steps:
+        grouped.setdefault(st.episode_id, []).append(st)
+    return list(grouped.values())

@@ -27,13 +27,19 @@ def demo_generations(policy: Any, steps: Sequence[DemoStep]) -> list[Generation]
     """The generations the policy would have to produce to repeat the demonstrations.
 
     The byte transformer gets choice or byte generations (see the module docstring); a
-    policy with ``teacher_forced`` (the HF policy) builds its own, in its tokenizer.
+    policy with ``teacher_forced`` (the HF and word policies) builds its own. A policy that
+    can only choose among admissible actions (the word policy) returns None for a step whose
+    action is not among them, and that step is left out. Each generation's
+    ``meta["episode"]`` names its demonstration episode.
     """
     if hasattr(policy, "teacher_forced"):
-        gens_: list[Generation] = policy.teacher_forced(
-            [s.input for s in steps], [s.action for s in steps]
-        )
-        return gens_
+        forced = policy.teacher_forced([s.input for s in steps], [s.action for s in steps])
+        kept = []
+        for st, g in zip(steps, forced):
+            if g is not None:
+                g.meta["episode"] = st.episode_id
+                kept.append(g)
+        return kept
     gens = []
     for st in steps:
         prompt = policy._prompt_ids(st.input)

@@ -30,7 +30,7 @@ see :mod:`agentgym.rl.rundir`):
   ran;
 * ``eval.csv`` — every held-out evaluation, from the untrained policy at env step 0;
 * ``tb/`` — the same metrics as TensorBoard event files (``train/*`` and ``test/*``) against
-  env steps, when the ``tensorboard`` package is installed (``agentgym[train]``);
+  env steps, when the ``tensorboard`` package is installed (``agentgym-suite[train]``);
 * ``curve.png`` — success (training rollouts, held-out), return and loss against env steps;
 * ``checkpoint.pt`` — policy, optimiser, RNG and iteration; ``resume=True`` continues;
   written every ``checkpoint_every`` iterations, at the end, and on Ctrl-C (at the last
@@ -48,7 +48,7 @@ import time
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -56,6 +56,7 @@ import torch
 from tqdm.auto import tqdm
 
 from agentgym.agents.transformer import TransformerConfig, TransformerPolicy
+from agentgym.agents.wordmodel import WordConfig, WordPolicy, is_word_state
 from agentgym.error import InvalidConfigError
 from agentgym.registry import get_record
 from agentgym.rl.curves import plot_curves
@@ -118,13 +119,13 @@ class TrainConfig:
 
     env_id: str = "agentgym/Sokoban-Tiny-v0"
     """Any registered single-agent env id."""
-    algo: str = "gigpo"
+    algo: Literal["gigpo", "grpo", "tree-grpo", "sft"] = "gigpo"
     """``gigpo``, ``grpo``, ``tree-grpo``, or ``sft`` (clone ``demos``)."""
     iterations: int = 20
     """Training iterations (each: rollouts then PPO updates)."""
     max_env_steps: int | None = None
     """Stop once this many env steps were used (for equal-budget comparisons)."""
-    tasks_per_iter: int = 8
+    tasks_per_iter: int = 4
     """Distinct task seeds per iteration."""
     group_size: int = 8
     """Chains per task seed (GRPO / GiGPO)."""
@@ -136,36 +137,51 @@ class TrainConfig:
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     """Passed to ``gym.make`` (e.g. ``max_turns``, ``reward_weights``)."""
     history_turns: int | None = 1
-    """Turn pairs of chat history the policy sees."""
-    num_envs: int = 64
+    """Turn pairs of chat history the policy sees; None: the whole conversation."""
+    num_envs: int = 32
     """Env pool size (concurrent chains)."""
-    backend: str = "thread"
+    backend: Literal["thread", "process", "sync"] = "thread"
     """Env pool backend: ``thread``, ``process`` or ``sync``."""
     rollout_engine: bool = False
     """Collect ``grpo``/``gigpo`` rollouts through the asynchronous engine
     (:func:`agentgym.rollout.training.collect_groups`): no barrier across envs, and a group
     with an infrastructure failure (env crash or timeout) is retried, then left out of the
     advantages instead of scored as zero. False: the lockstep ``group_rollouts``."""
-    lr: float = 1e-3
-    ppo_epochs: int = 2
-    minibatch_size: int = 512
+    lr: float = 3e-3
+    """AdamW learning rate (3e-4 suits RL that starts from an SFT checkpoint)."""
+    ppo_epochs: int = 4
+    """Passes over each iteration's rows."""
+    minibatch_size: int = 128
+    """Rows per gradient step."""
     max_grad_norm: float = 1.0
+    """Gradients are clipped to this global norm."""
     device: str = "cpu"
     """``cuda`` batches the policy on a GPU."""
-    policy: str = "byte"
-    """``byte`` (the byte transformer, ``model``) or ``hf`` (a local transformers model,
-    ``hf_model``; e.g. a small LLM on a GPU)."""
+    policy: Literal["byte", "word", "hf"] = "byte"
+    """``byte`` (the byte transformer, ``model``), ``word`` (the word transformer, ``word``:
+    the whole episode in its window, for long-horizon envs with admissible actions) or
+    ``hf`` (a local transformers model, ``hf_model``; e.g. a small LLM on a GPU)."""
     hf_model: str | None = None
     """``policy="hf"``: the local model folder."""
     max_new_tokens: int = 256
     """``policy="hf"``: generation budget per turn."""
-    model: TransformerConfig = field(default_factory=TransformerConfig)
+    model: TransformerConfig = field(default_factory=lambda: TransformerConfig(d_model=32))
+    """The byte transformer's settings (``policy="byte"``)."""
+    word: WordConfig = field(default_factory=WordConfig)
+    """``policy="word"``: its settings. An empty ``vocab`` is built from the train split:
+    from ``demos`` when given, else from ``vocab_episodes`` random-policy episodes."""
+    vocab_episodes: int = 64
+    """``policy="word"`` without demos or a vocabulary: train-split episodes of a random
+    admissible policy whose text builds the vocabulary."""
     loss: PPOLossConfig = field(default_factory=lambda: PPOLossConfig(kl_coef=0.0))
     """PPO settings. KL is off by default: the reference of a from-scratch model is its
     random initialisation. Set ``kl_coef`` (e.g. 0.01) when fine-tuning a pretrained one."""
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
+    """GRPO's advantage settings (``algo="grpo"``)."""
     gigpo: GiGPOConfig = field(default_factory=GiGPOConfig)
+    """GiGPO's advantage settings (``algo="gigpo"``)."""
     tree: TreeGRPOConfig = field(default_factory=TreeGRPOConfig)
+    """Tree-GRPO's tree shape and advantage settings (``algo="tree-grpo"``)."""
     eval_every: int = 0
     """Evaluate on the test split before training and every this many iterations (0: never)."""
     eval_tasks: int = 32
@@ -174,21 +190,31 @@ class TrainConfig:
     """``sft``: the ``.agtr`` demonstrations to clone."""
     demos_only_success: bool = False
     """``sft``: clone only the demonstration episodes that succeeded."""
+    demo_nll_every: int = 1
+    """``sft``: the ``demo_nll`` column (a forward pass over every demonstration) is computed
+    every this many epochs and after the last; in between it is left empty."""
+    demos_relabel: bool = False
+    """``sft``: the label of every demonstrated step is what the env's observation-only
+    demonstrator (:func:`agentgym.rl.demos.observer_for`) chooses there, so the noisy
+    steps of noisy demonstrations keep their states and lose their random actions."""
     init: str | None = None
     """Start from this checkpoint's policy (e.g. the SFT one); its model config wins."""
     out_dir: str | None = None
     """Where metrics, plot and checkpoint go (None: keep nothing on disk)."""
     checkpoint_every: int = 5
+    """Save ``checkpoint.pt`` every this many iterations (and at the end, and on Ctrl-C)."""
     resume: bool = False
     """Continue from ``out_dir/checkpoint.pt``; an error when there is none, or when the
     folder was trained with another ``algo``."""
     overwrite: bool = False
     """Delete the run already in ``out_dir`` (else a folder holding one is refused)."""
     progress: bool = True
+    """Draw a progress bar."""
     record: bool = False
     """After training, play ``record_episodes`` episodes with the trained policy and record
     them to ``out_dir/rollouts.agtr`` (view with ``agentgym view``)."""
     record_episodes: int = 8
+    """``record``: how many episodes."""
 
     def validate(self) -> None:
         if self.algo not in ALGOS:
@@ -221,8 +247,10 @@ class TrainConfig:
             value = getattr(self, name)
             if value and not Path(value).exists():
                 raise InvalidConfigError(f"{name}: no such file {value!r}.")
-        if self.policy not in ("byte", "hf"):
-            raise InvalidConfigError(f"policy must be 'byte' or 'hf', got {self.policy!r}.")
+        if self.policy not in ("byte", "word", "hf"):
+            raise InvalidConfigError(f"policy must be 'byte', 'word' or 'hf', got {self.policy!r}.")
+        if self.policy == "word":
+            self.word.validate()
         if self.policy == "hf" and not self.hf_model and not self.init:
             raise InvalidConfigError("policy 'hf' needs hf_model (--model PATH), or --init.")
         get_record(self.env_id)  # raises a typed error with suggestions for unknown ids
@@ -231,6 +259,7 @@ class TrainConfig:
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
         nested = {
             "model": TransformerConfig,
+            "word": WordConfig,
             "loss": PPOLossConfig,
             "grpo": GRPOConfig,
             "gigpo": GiGPOConfig,
@@ -256,30 +285,7 @@ class Trainer:
     def __init__(self, config: TrainConfig):
         config.validate()
         self.cfg = config
-        self.policy: Any
-        init_state = None
-        if config.init:
-            from agentgym.agents.load import load_checkpoint_state
-
-            init_state = load_checkpoint_state(config.init)
-            if "hf_model" in init_state:
-                config.policy, config.hf_model = "hf", init_state["hf_model"]
-            else:
-                config.model = TransformerConfig(**init_state["config"])
-        if config.policy == "hf":
-            from agentgym.agents.hf import HFPolicy
-
-            torch.manual_seed(config.seed)
-            self.policy = HFPolicy(
-                config.hf_model,
-                device=config.device,
-                max_new_tokens=config.max_new_tokens,
-                seed=None,
-            )
-        else:
-            self.policy = TransformerPolicy(config.model, device=config.device, seed=config.seed)
-        if init_state is not None:
-            self.policy.load_state_dict(init_state)
+        self.policy: Any = build_policy(config)
         # the folder is prepared only once the inputs loaded, so a bad --init leaves no trace
         self.out = Path(config.out_dir) if config.out_dir else None
         resume_from = (
@@ -324,6 +330,10 @@ class Trainer:
                 history_turns=config.history_turns,
                 only_success=config.demos_only_success,
             )
+            if config.demos_relabel:
+                from agentgym.rl.demos import relabel
+
+                steps = relabel(steps, config.env_id, config.demos)
             self._demo_gens = demo_generations(self.policy, steps)
             self._demo_episodes = len({s.episode_id for s in steps})
             return
@@ -401,6 +411,20 @@ class Trainer:
         torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), self.cfg.max_grad_norm)
         self.optim.step()
 
+    def _row_order(self, episodes: list[Any]) -> np.ndarray:
+        """The order rows are cut into minibatches: a random permutation, or, for a policy
+        that packs the rows of one episode into one sequence (the word transformer), a
+        random permutation of episodes with each episode's rows kept together."""
+        if not getattr(self.policy, "packs_episodes", False):
+            return self.rng.permutation(len(episodes))
+        blocks: dict[Any, list[int]] = {}
+        for i, e in enumerate(episodes):
+            blocks.setdefault(e, []).append(i)
+        keys = list(blocks)
+        return np.array(
+            [i for k in self.rng.permutation(len(keys)) for i in blocks[keys[k]]], dtype=np.int64
+        )
+
     def update(self, rows: list[StepRecord], adv: np.ndarray) -> dict[str, float]:
         """``ppo_epochs`` passes of minibatched PPO-clip over the rows."""
         cfg = self.cfg
@@ -425,7 +449,7 @@ class Trainer:
             ref_by_row = [t for chunk in ref for t in chunk]
         adv_t = torch.as_tensor(adv, dtype=torch.float32, device=self.policy.device)
         for _ in range(cfg.ppo_epochs):
-            order = self.rng.permutation(len(rows))
+            order = self._row_order([r.traj_id for r in rows])
             for start in range(0, len(rows), cfg.minibatch_size):
                 idx = order[start : start + cfg.minibatch_size]
                 logp, ent, mask = self.policy.evaluate([gens[i] for i in idx])
@@ -459,7 +483,7 @@ class Trainer:
         cfg = self.cfg
         gens = self._demo_gens
         t0 = time.perf_counter()
-        order = self.rng.permutation(len(gens))
+        order = self._row_order([g.meta.get("episode", i) for i, g in enumerate(gens)])
         losses = []
         for start in range(0, len(gens), cfg.minibatch_size):
             loss = nll_loss(
@@ -484,8 +508,14 @@ class Trainer:
             "adv_ms": "",
             "rollout_s": 0.0,
             "update_s": update_s,
-            "demo_nll": demo_nll(self.policy, gens),
+            "demo_nll": demo_nll(self.policy, gens) if self._nll_due() else "",
         }
+
+    def _nll_due(self) -> bool:
+        """Whether this SFT epoch (``self.iteration``, 0-based) computes ``demo_nll``."""
+        epoch = self.iteration + 1
+        every = max(1, self.cfg.demo_nll_every)
+        return epoch % every == 0 or epoch >= self.cfg.iterations
 
     def step(self) -> dict[str, Any]:
         """Run one iteration and return its metrics row.
@@ -729,7 +759,8 @@ class Trainer:
                 row = self.step()
                 bar.update(1)
                 if cfg.algo == "sft":
-                    bar.set_postfix(nll=f"{row['demo_nll']:.3f}")
+                    if row["demo_nll"] != "":
+                        bar.set_postfix(nll=f"{row['demo_nll']:.3f}")
                 else:
                     bar.set_postfix(success=f"{row['success']:.2f}", steps=row["env_steps"])
                 self._log_tensorboard(row)
@@ -762,6 +793,54 @@ class Trainer:
             if self._tb is not None:
                 self._tb.close()
         return TrainResult(self.metrics, self.policy, self.out)
+
+
+def build_policy(config: TrainConfig) -> Any:
+    """The policy ``config`` asks for, loaded from ``init`` when given (whose kind and model
+    config then win: ``config.policy`` and its model settings are set from it)."""
+    init_state = None
+    if config.init:
+        from agentgym.agents.load import load_checkpoint_state
+
+        init_state = load_checkpoint_state(config.init)
+        if "hf_model" in init_state:
+            config.policy, config.hf_model = "hf", init_state["hf_model"]
+        elif is_word_state(init_state):
+            config.policy, config.word = "word", WordConfig(**init_state["config"])
+        else:
+            config.policy, config.model = "byte", TransformerConfig(**init_state["config"])
+    policy: Any
+    if config.policy == "hf":
+        from agentgym.agents.hf import HFPolicy
+
+        torch.manual_seed(config.seed)
+        policy = HFPolicy(
+            config.hf_model, device=config.device, max_new_tokens=config.max_new_tokens, seed=None
+        )
+    elif config.policy == "word":
+        if not config.word.vocab:
+            config.word.vocab = train_vocabulary(config)
+        policy = WordPolicy(config.word, device=config.device, seed=config.seed)
+    else:
+        policy = TransformerPolicy(config.model, device=config.device, seed=config.seed)
+    if init_state is not None:
+        policy.load_state_dict(init_state)
+    return policy
+
+
+def train_vocabulary(config: TrainConfig) -> list[str]:
+    """The word policy's vocabulary from the train split: the demonstrations' text when the
+    config has demos, else ``vocab_episodes`` episodes of a random admissible policy."""
+    from agentgym.agents.wordmodel import build_vocabulary
+    from agentgym.rl.demos import demo_texts, random_texts
+
+    if config.demos:
+        texts = demo_texts(config.demos)
+    else:
+        texts = random_texts(
+            config.env_id, config.env_kwargs, episodes=config.vocab_episodes, seed=config.seed
+        )
+    return build_vocabulary(texts, min_episodes=max(2, len(texts) // 100))
 
 
 def _tensorboard_writer(path: Path) -> Any:
