@@ -31,8 +31,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from agentgym.server.load import percentile
 from benchmarks.bench_sandbox_scale import _memory_usage, leftovers
+from benchmarks.serve_clients import percentile
 
 ENV_ID = "agentgym/RepoFix-v0"
 PYTEST = "pytest -q 2>&1 | tail -1"

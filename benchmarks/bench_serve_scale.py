@@ -3,7 +3,7 @@
 Scale rows: ONE server process serves three envs (Sokoban-Tiny, WebTodoText and
 UserTwentyQuestions, one port each, one event loop), each started with ``max_sessions`` =
 clients + 16. Clients run in ``CLIENT_PROCS`` other processes, many asyncio clients each,
-with the harness of :mod:`agentgym.server.load` (connect, reset, ``STEPS`` steps of a fixed
+with the harness of :mod:`benchmarks.serve_clients` (connect, reset, ``STEPS`` steps of a fixed
 cheap policy, resetting when an episode ends, close); half the clients play Sokoban-Tiny and
 a quarter each play the other two. The same harness drives today's server and the server of
 commit ``BASE`` (its ``agentgym`` on ``PYTHONPATH``, see :mod:`benchmarks.basecommit`),
@@ -114,7 +114,7 @@ def play(spec_json: str) -> None:
     failed to open); every client steps at the time the parent writes next (once all client
     processes are open), so that every session is open at once and handshakes are timed
     apart from steps."""
-    from agentgym.server.load import ClientPlan, run_client
+    from benchmarks.serve_clients import ClientPlan, run_client
 
     spec = json.loads(spec_json)
     plans = [
@@ -242,7 +242,7 @@ def _run_clients(
 
 def _scale_row(tree: str | None, n: int, steps: int, mix: tuple[str, ...]) -> dict[str, Any]:
     """One server process (today's, or BASE's from ``tree``) under ``n`` clients."""
-    from agentgym.server.load import percentile
+    from benchmarks.serve_clients import percentile
 
     ports = _free_ports(len(ENVS))
     code = f"from benchmarks.bench_serve_scale import serve_mix; serve_mix({ports!r}, {n + 16})"
@@ -367,7 +367,7 @@ def run(quick: bool = False) -> str:
         f"One server process; clients in {CLIENT_PROCS} other processes, {STEPS} steps each, "
         f"`max_sessions` = clients + 16; today's server (this tree) against {BASE}'s, "
         f"interleaved in one run ({ROUNDS_AT_1024} rounds at 1,024 clients, which server goes "
-        "first alternating; one at 4,096), with the same client harness (`agentgym.server.load`: "
+        "first alternating; one at 4,096), with the same client harness (`benchmarks.serve_clients`: "
         "`LeanWebSocket`, the `websockets` package's client protocol on asyncio's transport, "
         "text frames written from orjson bytes; like that package's client it offers "
         f"permessage-deflate, which {BASE}'s server accepts and today's declines). "

@@ -126,7 +126,7 @@ def _start(impl: str) -> tuple[subprocess.Popen, dict[str, str]]:
 
 
 def _plans(urls: dict[str, str], steps: int, workload: str) -> list[Any]:
-    from agentgym.server.load import ClientPlan, sleeping_cell
+    from benchmarks.serve_clients import ClientPlan, sleeping_cell
 
     plans = []
     for i in range(CLIENTS):
@@ -151,7 +151,7 @@ def _plans(urls: dict[str, str], steps: int, workload: str) -> list[Any]:
 
 
 def _phase(urls: dict[str, str], steps: int, workload: str) -> dict[str, Any]:
-    from agentgym.server.load import run_clients
+    from benchmarks.serve_clients import run_clients
 
     start = time.perf_counter()
     stats = asyncio.run(run_clients(_plans(urls, steps, workload)))
@@ -171,7 +171,7 @@ def _ms(x: float) -> str:
 
 
 def run(quick: bool = False) -> str:
-    from agentgym.server.load import percentile
+    from benchmarks.serve_clients import percentile
     from benchmarks.timing import load
 
     steps, rounds = (20, 1) if quick else (50, 2)

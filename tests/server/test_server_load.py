@@ -13,7 +13,7 @@ import pytest
 
 from agentgym.integrations.session import TextSession
 from agentgym.server import ServerThread, create_app
-from agentgym.server.load import ClientPlan, run_clients, sleeping_cell
+from benchmarks.serve_clients import ClientPlan, run_clients, sleeping_cell
 
 from .conftest import Counts, Gated
 

@@ -20,9 +20,9 @@ import pytest
 
 from agentgym.integrations.session import TextSession
 from agentgym.server import ServerLimits, ServerThread, create_app
-from agentgym.server.load import ClientPlan, run_clients
 from agentgym.server.scheduler import FairScheduler
 from agentgym.server.sessions import env_blocks
+from benchmarks.serve_clients import ClientPlan, run_clients
 
 from .conftest import ENV_ID, Counts
 

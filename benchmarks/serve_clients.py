@@ -1,6 +1,7 @@
 """A bounded load generator for ``agentgym serve``: many WebSocket clients, a few slow ones.
 
-Used by the slow-marked load test and ``benchmarks/bench_server.py``. Each client opens one
+Used by the slow-marked load tests and the serving benchmarks; it is a test harness, so it
+lives with the benchmarks, not in the library. Each client opens one
 WebSocket to one server, resets, and plays ``steps`` turns (resetting whenever an episode
 ends) with a fixed, cheap policy: the first admissible action when the env lists some,
 otherwise a short ``python`` cell or an ``<answer>``. A *slow* client sends ``slow_action``
@@ -12,7 +13,7 @@ every error frame, refused connection, unexpected close or malformed reply.
 Examples:
     >>> import asyncio
     >>> from agentgym.server import ServerThread, create_app
-    >>> from agentgym.server.load import ClientPlan, run_clients
+    >>> from benchmarks.serve_clients import ClientPlan, run_clients
     >>> with ServerThread(create_app("agentgym/Sokoban-Tiny-v0")) as srv:  # doctest: +SKIP
     ...     stats = asyncio.run(run_clients([ClientPlan(srv.url, steps=5)] * 4))
 """
