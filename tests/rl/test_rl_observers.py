@@ -19,7 +19,7 @@ import pytest
 from agentgym.envs.household.tasks import parse_task_id, split_tasks
 from agentgym.simulators.household import State, World, generate_home, generate_task, next_command
 from agentgym.simulators.household.catalog import RECEPTACLE_KINDS
-from agentgym.simulators.household.explorer import Explorer, parse_goal, parse_listing
+from agentgym.simulators.household.explorer import Explorer, Memory, parse_goal, parse_listing
 from agentgym.simulators.search.reader_demo import parse_question, read_fact
 from agentgym.wrappers.chat import observation_message
 
@@ -136,6 +136,74 @@ def test_parse_listing() -> None:
     assert parse_listing("a mug 1") == ["mug 1"]
     assert parse_listing("a mug 1, and an apple 2") == ["mug 1", "apple 2"]
     assert parse_listing("a cd 1, a pen 2, and an egg 3") == ["cd 1", "pen 2", "egg 3"]
+
+
+def _scripted(layout: int, slot: int, commands: list[str]) -> tuple[Any, World, list[str]]:
+    """A task's world after ``commands`` (each must do something), and what the agent read."""
+    task = generate_task(generate_home(layout), slot)
+    world = World(task.home, task.start_state())
+    texts = [f"Your task is to: {task.instruction}\n\n{world.overview()}"]
+    for command in commands:
+        outcome = world.act(command)
+        assert outcome.text != "Nothing happens.", command
+        texts.append(outcome.text)
+    return task, world, texts
+
+
+# Layout 13, task 1: "look at mug under the desklamp."; mug 1 lies on shelf 2, the desklamp
+# stands on sidetable 1, and neither appears in the overview as a lamp.
+_LIGHT = (13, 1)
+
+
+def test_the_explorer_puts_down_what_the_task_does_not_need_first() -> None:
+    task, _, _ = _scripted(*_LIGHT, [])
+    assert task.goal.type == "light" and task.goal.obj == "mug"
+    here, other = next(
+        (rec, obj)
+        for obj, rec in task.placement
+        if not obj.startswith("mug ") and not RECEPTACLE_KINDS[rec.rsplit(" ", 1)[0]].openable
+    )
+    commands = [f"go to {here}", f"take {other} from {here}"]
+    task, world, texts = _scripted(*_LIGHT, commands)
+    # carrying something else, it frees its hand where it stands before anything else
+    assert Explorer().decide(texts, commands, world.admissible()) == f"put {other} in/on {here}"
+
+
+def test_holding_the_object_the_explorer_opens_where_the_lamp_may_be() -> None:
+    # it carries the mug and has not seen a lamp: it searches on, opening the closed drawer
+    # it stands at (not walking past it, which could miss the lamp for good)
+    commands = ["go to shelf 2", "take mug 1 from shelf 2", "go to drawer 3"]
+    task, world, texts = _scripted(*_LIGHT, commands)
+    assert texts[-1] == "You arrive at drawer 3. The drawer 3 is closed."
+    assert task.home.lamps[0][2] != "shelf 2"  # the lamp is still unseen
+    assert Explorer().decide(texts, commands, world.admissible()) == "open drawer 3"
+
+
+def test_the_explorer_opens_a_closed_receptacle_of_a_kind_it_does_not_know() -> None:
+    # the text says closed: that is enough, whatever the catalog says (or lacks) of a "cart"
+    texts = [
+        "Your task is to: put a mug in countertop.\n\nYou are in the middle of a room. "
+        "Looking quickly around you, you see a countertop 1, and a cart 1.",
+        "You arrive at cart 1. The cart 1 is closed.",
+    ]
+    admissible = ["go to countertop 1", "open cart 1", "look", "inventory"]
+    assert Explorer().decide(texts, ["go to cart 1"], admissible) == "open cart 1"
+
+
+def test_the_listed_order_visits_receptacles_as_the_overview_lists_them() -> None:
+    task, world, texts = _scripted(*_LIGHT, [])
+    first = next(r for r, kind in task.home.receptacles if RECEPTACLE_KINDS[kind].holds)
+    likely = Explorer("likely").decide(texts, [], world.admissible())
+    assert Explorer("listed").decide(texts, [], world.admissible()) == f"go to {first}"
+    assert likely != f"go to {first}"  # the default order differs here: the test can tell
+
+
+def test_arriving_at_a_floor_lamp_remembers_it_as_a_lamp() -> None:
+    task, _, texts = _scripted(1, 0, ["go to floorlamp 1"])
+    assert ("floorlamp 1", "floorlamp", "floorlamp 1") in task.home.lamps
+    memory = Memory.read(texts, ["go to floorlamp 1"])
+    assert memory.location == "floorlamp 1"
+    assert memory.lamps == {"floorlamp 1": "floorlamp 1"}  # it stands at itself
 
 
 # ---- SearchQA ----------------------------------------------------------------------------------

@@ -70,6 +70,22 @@ def test_vocabulary_keeps_frequent_lower_case_words_and_leaves_names_out() -> No
     assert vocab == sorted(vocab)
 
 
+def test_vocabulary_defaults_to_words_of_two_episodes_and_never_holds_the_newline() -> None:
+    episodes = [["open the\ncabinet", "take mug\n"], ["open the\ndrawer"], ["the mug\n"]]
+    # by default a word needs two episodes: "open" and "mug" have them, "cabinet" does not
+    assert build_vocabulary(episodes) == ["mug", "open", "the"]
+    # a newline is the NL special token, never a word, however often it occurs
+    assert "\n" not in build_vocabulary(episodes, min_episodes=1)
+    assert build_vocabulary(episodes, min_episodes=1) == [
+        "cabinet",
+        "drawer",
+        "mug",
+        "open",
+        "take",
+        "the",
+    ]
+
+
 def test_unknown_words_get_slots_in_order_of_first_appearance() -> None:
     tok = Tokenizer(["the"], slots=3)
     table: dict[str, int] = {}
@@ -96,6 +112,19 @@ def test_match_features_mark_task_words_and_pairs_seen_before() -> None:
     # read after only the first 6 tokens, "cabinet 1" was seen once
     tf6 = dict(zip(zip(trie.parents, trie.tokens), _Matches(prompt).trie_feats(trie, 6).tolist()))
     assert tf6[(c, one)][1] == 1
+
+
+def test_pair_features_count_after_every_parent_token_id_and_not_after_a_root() -> None:
+    # the trie marks a root with parent -1; every token id is a real parent, the smallest
+    # (0) included, so the pair feature is a function of the ids alone with no id set apart
+    lo, x = 0, 7
+    prompt = [1, lo, x, NL, lo, x, x]
+    trie = _trie(((lo, x), (x,)))
+    feats = _Matches(prompt).trie_feats(trie, len(prompt)).tolist()
+    by_node = dict(zip(zip(trie.parents, trie.tokens), feats))
+    assert by_node[(lo, x)][1] == 2  # (0, 7) occurs twice in the prompt
+    assert by_node[(-1, x)][1] == 0 and by_node[(-1, lo)][1] == 0  # roots: no pair
+    assert _Matches(prompt).prompt_feats()[:, 1].tolist() == [0, 0, 0, 0, 0, 1, 0]
 
 
 def test_the_latest_observation_is_the_text_after_the_last_action_line() -> None:
