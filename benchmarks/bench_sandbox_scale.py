@@ -1,6 +1,7 @@
 """Code sessions at RL scale (issue 21): many CodeMath sessions at once, some of them hostile.
 
-Three parts, each against the code before sessions ran concurrently (commit ``582008d``,
+Four parts (the fourth, issue 38's, alone: ``python -m benchmarks.bench_sandbox_scale
+--round4 256``), the first three against the code before sessions ran concurrently (commit ``582008d``,
 where a sandbox worker ran one cell at a time for all its sessions) where it can run the
 same load:
 
@@ -14,11 +15,21 @@ same load:
    against the same cells with no hostile neighbours (same run), memory per idle session,
    session-open latency, and what is left afterwards. :func:`scale_run` is also what
    ``tests/sandbox/test_sandbox_scale.py`` runs at reduced scale.
+4. Issue 38: what the isolation fixes cost (open, cell, fork, close, one-shot, many opens,
+   idle memory) against the commit before them, and the hostile soak at 256 sessions with
+   the new hostile kinds (a spy, a lock sender, fork games, file floods, one-shot hogs): bytes
+   crossing, benign p99 against the same cells alone, what is left.
+5. Issue 34, density (alone: ``python -m benchmarks.bench_sandbox_scale --density 1024
+   [--base COMMIT] [--quick]``): the scale run of part 3 in fresh processes, today's code
+   with its zygote, today's with ``SandboxConfig(zygote=False)`` and ``DENSITY_BASE``'s,
+   alternating: session open p50/p99 with all open at once, idle memory per session, benign
+   p99 with a tenth hostile against alone, load before and after each run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import statistics
@@ -30,8 +41,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from agentgym.server.load import percentile
 from benchmarks.basecommit import alternate, base_tree
+from benchmarks.serve_clients import percentile
 
 BASE = "582008d"
 ENV_ID = "agentgym/CodeMath-L1-v0"
@@ -71,7 +82,120 @@ HOSTILE: dict[str, str] = {
         "    n += 1\n"
         "print(n)"
     ),
+    # issue 38: the channels between sessions, fork games, file floods, one-shot hogs
+    "spy": "SPY",  # replaced by _SPY (every route to another session's data; reports hits)
+    "locks": "LOCKS",  # replaced by _LOCKS (holds locks on the shared tree: a byte to send)
+    "daemon": (
+        "import os, signal, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        time.sleep(3600)\n"
+        "    os._exit(0)\n"
+        "for pid in range(2, 4096):\n"
+        "    try:\n"
+        "        os.kill(pid, signal.SIGCONT)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "print('sent')"
+    ),
+    "files": (
+        "import os\n"
+        "n = len(os.listdir('.'))\n"
+        "for i in range(n, n + 20000):\n"
+        "    open(f'f{i}', 'w').close()\n"
+        "print(n + 20000)"
+    ),
+    "oneshot": "ONESHOT",  # the cell is a one-shot run (pool.run), as CodeTests' run_tests
 }
+
+#: Files of the shared read-only tree the lock channel uses (the same paths in the jail).
+_SHARED = [
+    os.path.join(os.path.dirname(os.__file__), name)
+    for name in ("os.py", "abc.py", "ast.py", "enum.py", "io.py", "types.py", "re/__init__.py",
+                 "json/__init__.py")
+]  # fmt: skip
+_SECRET_BYTE = 0xB5
+
+_LOCKS = (
+    "import fcntl\n"
+    "held = globals().setdefault('held', [])\n"
+    f"for i, name in enumerate({_SHARED!r}):\n"
+    f"    if {_SECRET_BYTE} >> i & 1:\n"
+    "        f = open(name, 'rb')\n"
+    "        fcntl.flock(f, fcntl.LOCK_EX)\n"
+    "        fcntl.lockf(f, fcntl.LOCK_SH)\n"
+    "        held.append(f)\n"
+    "print(len(held))"
+)
+
+_SPY = (
+    "import fcntl, json, os, re, struct\n"
+    "hits, me = [], os.getpid()\n"
+    "def look(text):\n"
+    "    hits.extend(re.findall(r'SECRET\\d{4}', text))\n"
+    "for pid in range(2, 8192):\n"
+    "    if pid == me:\n"
+    "        continue\n"
+    "    try:\n"
+    "        os.kill(pid, 0)\n"
+    "    except ProcessLookupError:\n"
+    "        continue\n"
+    "    except PermissionError:\n"
+    "        pass\n"
+    "    for name in ('comm', 'cmdline', 'environ', 'status'):\n"
+    "        try:\n"
+    "            look(open(f'/proc/{pid}/{name}', 'rb').read(512).decode('latin-1'))\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "    for call in (os.getpriority, os.getpgid):\n"
+    "        try:\n"
+    "            call(*((os.PRIO_PROCESS, pid) if call is os.getpriority else (pid,)))\n"
+    "            hits.append(f'attribute of {pid}')\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "for path in ('/proc/locks',):\n"
+    "    try:\n"
+    "        look(open(path).read())\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "try:\n"
+    "    look(' '.join(os.listdir('/tmp/sbx')))\n"
+    "except OSError:\n"
+    "    pass\n"
+    "byte = 0\n"
+    f"for i, name in enumerate({_SHARED!r}):\n"
+    "    f = open(name, 'rb')\n"
+    "    try:\n"
+    "        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+    "        fcntl.flock(f, fcntl.LOCK_UN)\n"
+    "    except BlockingIOError:\n"
+    "        byte |= 1 << i\n"
+    "    probe = struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0)\n"
+    "    if struct.unpack('hhqqi', fcntl.fcntl(f, fcntl.F_GETLK, probe))[0] != fcntl.F_UNLCK:\n"
+    "        byte |= 1 << i\n"
+    "    f.close()\n"
+    "print('SPY', json.dumps({'hits': sorted(set(hits)), 'byte': byte}))"
+)
+
+_ONESHOT_HOG = (
+    "import subprocess, sys, time\n"
+    "kids = [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(30)]\n"
+    "n = 0\n"
+    "try:\n"
+    "    while True:\n"
+    "        with open(f'f{n}', 'wb') as fh:\n"
+    "            fh.write(b'x' * (1 << 20))\n"
+    "        n += 1\n"
+    "except OSError:\n"
+    "    pass\n"
+    "print(n, flush=True)\n"
+    "time.sleep(60)"
+)
+
+
+def _hostile_code(role: str) -> str:
+    return {"spy": _SPY, "locks": _LOCKS}.get(role, HOSTILE[role])
 
 
 def _cell(code: str) -> str:
@@ -81,11 +205,31 @@ def _cell(code: str) -> str:
 
 
 def _benign(k: int, i: int) -> tuple[str, str]:
-    """Cell ``k`` of benign session ``i``, and the number it must print."""
+    """Cell ``k`` of benign session ``i``, and the number it must print.
+
+    It also leaves its secret (``SECRET<i>``) where a spy would look: as its process name
+    and in a file of its work dir."""
     n = 100 + 7 * i + k
-    return _cell(f"v{k} = sum(j * j for j in range({n}))\nprint(v{k})"), str(
-        sum(j * j for j in range(n))
+    secret = f"SECRET{i:04d}"
+    code = (
+        f"__import__('ctypes').CDLL(None).prctl(15, b'{secret}', 0, 0, 0)\n"
+        f"open('secret.txt', 'w').write('{secret}')\n"
+        f"v{k} = sum(j * j for j in range({n}))\nprint(v{k})"
     )
+    return _cell(code), str(sum(j * j for j in range(n)))
+
+
+def _spied(text: str) -> tuple[int, int]:
+    """(bytes of other sessions' secrets, spy reports) in a spy cell's observation."""
+    import json
+
+    crossed = reports = 0
+    for line in text.splitlines():
+        if line.startswith("SPY "):
+            report = json.loads(line[4:])
+            reports += 1
+            crossed += sum(len(h) for h in report["hits"]) + (1 if report["byte"] else 0)
+    return crossed, reports
 
 
 # ---- part 3: the scale run ----------------------------------------------------------------
@@ -122,7 +266,8 @@ _IPC_COUNT = (
 
 def leftovers(pool: Any) -> dict[str, int]:
     """What the pool holds once every session is closed (all should be 0)."""
-    out = {"sessions": 0, "lineages": 0, "workdirs": 0, "cgroups": 0, "busy_uids": 0}
+    out = {"sessions": 0, "lineages": 0, "workdirs": 0, "cgroups": 0, "busy_uids": 0,
+           "trash": 0, "removing": 0}  # fmt: skip
     ipc = 0
     for w in pool.workers:
         info = w.call({"op": "ping"}, 30.0)
@@ -165,6 +310,7 @@ def scale_run(
     benign_cells: list[float] = []
     errors: list[str] = []
     hostile_status: dict[str, int] = {}
+    spied = {"crossing_bytes": 0, "spy_reports": 0}
     lock = threading.Lock()
 
     def episode(i: int) -> None:
@@ -189,15 +335,24 @@ def scale_run(
             return
         try:
             for k in range(cells):
+                if role == "oneshot":  # a hog through pool.run, next to the episode
+                    ran = pool.run(_ONESHOT_HOG, timeout=min(5.0, cell_timeout)).status
+                    with lock:
+                        key = f"oneshot: {ran}"
+                        hostile_status[key] = hostile_status.get(key, 0) + 1
+                    continue
                 if role:
-                    _, _, _, _, info = env.step(_cell(HOSTILE[role]))
+                    obs, _, _, _, info = env.step(_cell(_hostile_code(role)))
                     ran = (
                         "tool ok" if info["reward_components"].get("tool", 0) > 0 else "tool failed"
                     )
+                    crossed, reports = _spied(obs["text"]) if role == "spy" else (0, 0)
                     with lock:
                         hostile_status[f"{role}: {ran}"] = (
                             hostile_status.get(f"{role}: {ran}", 0) + 1
                         )
+                        spied["crossing_bytes"] += crossed
+                        spied["spy_reports"] += reports
                     continue
                 action, want = _benign(k, i)
                 t0 = time.perf_counter()
@@ -249,6 +404,7 @@ def scale_run(
         "memory_left": after_memory - base_memory,
         "leftovers": left,
         "wall_s": wall,
+        **spied,
     }
 
 
@@ -331,7 +487,7 @@ def _start_server(tag: str) -> tuple[subprocess.Popen, str]:
 def _serve_phase(url: str, steps: int, sleepers: int) -> dict[str, Any]:
     import asyncio
 
-    from agentgym.server.load import ClientPlan, run_clients, sleeping_cell
+    from benchmarks.serve_clients import ClientPlan, run_clients, sleeping_cell
 
     plans = [ClientPlan(url, steps=steps, seed=i) for i in range(60)]
     plans += [
@@ -363,6 +519,267 @@ def _serve(quick: bool) -> dict[tuple[str, str], list[dict[str, Any]]]:
                 if proc.poll() is None:
                     proc.kill()
     return out
+
+
+# ---- part 4: issue 38 (round four): costs of the fixes, and the hostile soak ---------------
+
+ROUND4_BASE = "da162fd"
+"""The commit before the issue 38 fixes (hidepid, syscall guard, freezer, one-shot cgroups,
+the remover process)."""
+
+_R4_CHILD = """
+import json, os, statistics, sys, time
+from concurrent.futures import ThreadPoolExecutor
+from agentgym.simulators.sandbox import SandboxPool
+n, many = int(sys.argv[1]), int(sys.argv[2])
+out = {"open": [], "cell": [], "oneshot": [], "fork": [], "close": []}
+def lap(key, fn):
+    t = time.perf_counter(); r = fn(); out[key].append((time.perf_counter() - t) * 1e3); return r
+with SandboxPool(workers=2) as pool:
+    for _ in range(5):
+        with pool.session() as s:
+            s.run("x = 1")
+        pool.run("x = 1")
+    for i in range(n):
+        s = lap("open", pool.session)
+        s.run("x = 0")
+        for _ in range(3):
+            lap("cell", lambda: s.run("x += 1"))
+        f = lap("fork", s.fork)
+        f.close()
+        lap("close", s.close)
+        lap("oneshot", lambda: pool.run("x = sum(range(100))"))
+    res = {k: statistics.median(v) for k, v in out.items()}
+    with pool.session() as s:  # lock calls: sqlite, 200 inserts each in its own transaction
+        s.run("import sqlite3, time\\ndb = sqlite3.connect('t.db', isolation_level=None)\\n"
+              "db.execute('create table t (x)')")
+        took = []
+        for _ in range(5):
+            r = s.run("t = time.perf_counter()\\nfor i in range(200):\\n"
+                      "    db.execute('insert into t values (?)', (i,))\\n"
+                      "print((time.perf_counter() - t) * 1e3)")
+            took.append(float(r.stdout))
+        res["sqlite_ms"] = statistics.median(took)
+    def usage():
+        total = 0
+        for w in pool.workers:
+            for p in w.cgroup.paths:
+                if "/memory/" in p:
+                    with open(os.path.join(p, "memory.usage_in_bytes")) as fh:
+                        total += int(fh.read())
+        return total
+    base = usage()
+    t = time.perf_counter()
+    with ThreadPoolExecutor(64) as ex:
+        sessions = list(ex.map(lambda _: pool.session(), range(many)))
+        list(ex.map(lambda s: s.run("x = 1"), sessions))
+    res["open_many_s"] = time.perf_counter() - t
+    res["idle_mb"] = (usage() - base) / many / 2**20
+    for s in sessions:
+        s.close()
+print(json.dumps(res))
+"""
+
+
+def round4_ab(quick: bool = False) -> dict[str, list[dict[str, float]]]:
+    """Today's code against ROUND4_BASE, alternating in fresh processes (2-worker pools)."""
+    args = ["20" if quick else "60", "128" if quick else "256"]
+    runs = alternate(_R4_CHILD, args, 2 if quick else 3, ROUND4_BASE)
+    return runs if runs is not None else {"new": [], "old": []}
+
+
+def round4_section(sessions: int = 256, quick: bool = False) -> str:
+    """The issue 38 section: the A/B of the fixes' costs and the hostile soak."""
+    from agentgym.simulators.sandbox import SandboxPool
+
+    from benchmarks.timing import load
+
+    ab = round4_ab(quick)
+    lines = [
+        "## Code sessions, issue 38: what the isolation fixes cost, and a hostile soak",
+        "",
+        f"### Latency against {ROUND4_BASE} (before the fixes)",
+        "",
+        f"Each side in its own process with a 2-worker pool, alternating new/old "
+        f"{len(ab['new'])} times; per round the median over 20-60 repetitions. Figures: "
+        "min / median over rounds.",
+        "",
+        f"| operation | now | {ROUND4_BASE} | now / before (medians) |",
+        "|---|---:|---:|---:|",
+    ]
+    for key, label in (("open", "open a session, ms"), ("cell", "session cell `x += 1`, ms"),
+                       ("fork", "fork a session, ms"), ("close", "close a session, ms"),
+                       ("oneshot", "one-shot run, ms"),
+                       ("sqlite_ms", "200 sqlite inserts (autocommit) in a cell, ms"),
+                       ("open_many_s", "open sessions from 64 threads + first cell, s"),
+                       ("idle_mb", "memory per idle session, MB")):  # fmt: skip
+        new = [r[key] for r in ab["new"]] or [float("nan")]
+        old = [r[key] for r in ab["old"]] or [float("nan")]
+        lines.append(
+            f"| {label} | {min(new):.2f} / {statistics.median(new):.2f} | "
+            f"{min(old):.2f} / {statistics.median(old):.2f} | "
+            f"{statistics.median(new) / statistics.median(old):.2f} |"
+        )
+    with SandboxPool(workers=2) as pool:
+        alone = scale_run(pool, sessions=sessions - sessions // 10, hostile=False)
+        mixed = scale_run(pool, sessions=sessions)
+    p99 = [percentile(r["benign_cells"], 99) for r in (alone, mixed)]
+    lines += [
+        "",
+        f"### {sessions} concurrent CodeMath sessions, every tenth hostile",
+        "",
+        f"As in the scale run above; the hostile kinds ({', '.join(HOSTILE)}) now include a "
+        "spy (every route to another session's data: /proc by pid, process attributes, "
+        "/proc/locks, the work dirs, the lock channel on the shared tree), a lock sender, "
+        "fork-and-SIGCONT games with a daemon, a file flood (80,000 files, removed at close) "
+        "and one-shot hogs (30 spinning children and files to their quota, through "
+        "`pool.run`). Benign cells leave a secret as their process name and in a file.",
+        "",
+        "| run | sessions (benign + hostile) | benign errors | benign cell p50 ms | "
+        "p99 ms | bytes crossing (spy reports) | wall s |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, r in (("benign alone", alone), ("with hostile neighbours", mixed)):
+        lines.append(
+            f"| {name} | {r['benign']} + {r['hostile']} | {len(r['errors'])} | "
+            f"{percentile(r['benign_cells'], 50) * 1e3:.1f} | "
+            f"{percentile(r['benign_cells'], 99) * 1e3:.1f} | "
+            f"{r['crossing_bytes']} ({r['spy_reports']}) | {r['wall_s']:.1f} |"
+        )
+    lines += [
+        "",
+        f"Benign p99 with hostile neighbours / alone: {p99[1] / p99[0]:.2f}x. Afterwards (all "
+        "should be 0): "
+        + ", ".join(f"{k} {v}" for k, v in mixed["leftovers"].items())
+        + f", memory charge left {mixed['memory_left'] / 2**20:.1f} MB. Hostile outcomes: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(mixed["hostile_status"].items()))
+        + ".",
+        "",
+        f"Machine: 2 shared CPU cores, 24 GB, shared with other work ({load()} at the end).",
+    ]
+    if mixed["errors"] or alone["errors"]:
+        lines += [
+            "",
+            "Benign errors, first ones: " + "; ".join((alone["errors"] + mixed["errors"])[:3]),
+        ]
+    return "\n".join(lines)
+
+
+# ---- part 5: density (issue 34): sessions forked from a quiet zygote -------------------------
+
+DENSITY_BASE = "da162fd"
+"""The commit the density part compares with (``--base`` picks another): the last commit
+before sessions were forked from a zygote."""
+
+_DENSITY_CHILD = """
+import json, os, sys, time
+from agentgym.simulators.sandbox import SandboxConfig, SandboxPool
+from benchmarks.serve_clients import percentile
+from benchmarks.bench_sandbox_scale import scale_run
+n, zygote = int(sys.argv[1]), sys.argv[2] == "1"
+try:
+    config = SandboxConfig(zygote=zygote)
+except TypeError:  # a tree before the zygote
+    config = SandboxConfig()
+def load():
+    return " / ".join(open("/proc/loadavg").read().split()[:3])
+out = {}
+with SandboxPool(workers=2, config=config) as pool:
+    for name, kw in (("alone", {"sessions": n - n // 10, "hostile": False}),
+                     ("mixed", {"sessions": n})):
+        before = load()
+        r = scale_run(pool, **kw)
+        out[name] = {"benign": r["benign"], "hostile": r["hostile"], "errors": len(r["errors"]),
+                     "first_errors": r["errors"][:3],
+                     "cell_p50": percentile(r["benign_cells"], 50),
+                     "cell_p99": percentile(r["benign_cells"], 99),
+                     "open_p50": percentile(r["resets"], 50),
+                     "open_p99": percentile(r["resets"], 99),
+                     "idle_mb": r["idle_memory_per_session"] / 2**20, "wall_s": r["wall_s"],
+                     "left": r["leftovers"], "memory_left_mb": r["memory_left"] / 2**20,
+                     "crossing": r["crossing_bytes"], "load": f"{before} -> {load()}"}
+print(json.dumps(out))
+"""
+
+
+def density_runs(n: int, rounds: int, base: str) -> list[tuple[str, dict[str, Any]]]:
+    """The scale run (:func:`scale_run`, alone then with a tenth hostile) in fresh processes:
+    today's code with its zygote, today's without it, and ``base``'s, alternating in that
+    order ``rounds`` times. Each side's results with its label, in the order they ran."""
+    from benchmarks.basecommit import ROOT
+
+    shadow = base_tree(base)
+    sides = [("zygote", "1", None), ("no zygote", "0", None)]
+    if shadow is not None:
+        sides.append((base, "1", shadow))
+    out = []
+    for _ in range(rounds):
+        for label, zygote, path in sides:
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (path, str(ROOT)) if p)
+            done = subprocess.run([sys.executable, "-c", _DENSITY_CHILD, str(n), zygote],
+                                  env=env, capture_output=True, text=True, check=True, cwd="/")  # fmt: skip
+            out.append((label, json.loads(done.stdout.strip().splitlines()[-1])))
+    return out
+
+
+def density_section(
+    n: int = 1024,
+    rounds: int = 2,
+    base: str = DENSITY_BASE,
+    runs: list[tuple[str, dict[str, Any]]] | None = None,
+) -> str:
+    """Issue 34's density figures: opening ``n`` CodeMath sessions at once, idle memory per
+    session, benign cell p99 with a tenth hostile against alone; old and new alternating
+    (``runs``: results of :func:`density_runs` already measured)."""
+    from benchmarks.timing import load
+
+    runs = runs if runs is not None else density_runs(n, rounds, base)
+    lines = [
+        f"## Code sessions, issue 34: density ({n} CodeMath sessions, sessions forked from a "
+        "quiet zygote)",
+        "",
+        "`python -m benchmarks.bench_sandbox_scale --density "
+        f"{n}`. Each row is one fresh process with a 2-worker pool running the scale run "
+        f"above: {n - n // 10} benign sessions alone, then {n} with every tenth hostile "
+        f"({', '.join(HOSTILE)}). `zygote`: today's code; `no zygote`: today's with "
+        f"`SandboxConfig(zygote=False)` (sessions forked by the busy worker, as before); "
+        f"`{base}`: the commit before, through `PYTHONPATH`. The three alternate, "
+        f"{rounds} rounds, in the order shown. Open = `env.reset()` (opens the session) while "
+        f"all {n} open at once; idle memory = the workers' memory cgroups (processes, page "
+        "tables, kernel memory, work dirs) once all are open, over the sessions.",
+        "",
+        "| code | run | sessions (benign + hostile) | benign errors | open p50 s | open p99 s "
+        "| idle MB / session | benign cell p50 ms | p99 ms | p99 / alone p99 | load (1/5/15) "
+        "before -> after |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for label, res in runs:
+        alone = res["alone"]["cell_p99"]
+        for name in ("alone", "mixed"):
+            r = res[name]
+            lines.append(
+                f"| {label} | {name} | {r['benign']} + {r['hostile']} | {r['errors']} | "
+                f"{r['open_p50']:.2f} | {r['open_p99']:.2f} | {r['idle_mb']:.2f} | "
+                f"{r['cell_p50'] * 1e3:.0f} | {r['cell_p99'] * 1e3:.0f} | "
+                f"{r['cell_p99'] / alone:.2f} | {r['load']} |"
+            )
+    left = []
+    for label, res in runs:
+        r = res["mixed"]
+        held = ", ".join(f"{k} {v}" for k, v in r["left"].items() if v) or "nothing"
+        left.append(f"{label}: {held}, memory charge left {r['memory_left_mb']:.1f} MB")
+    lines += ["", "Left after each mixed run (all should be 0): " + "; ".join(left) + "."]
+    errors = [
+        e for _, res in runs for name in ("alone", "mixed") for e in res[name]["first_errors"]
+    ]
+    if errors:
+        lines += ["", "Benign errors, first ones: " + "; ".join(errors[:3])]
+    lines += [
+        "",
+        f"Machine: 2 shared CPU cores, 24 GB, shared with other work ({load()} at the end).",
+    ]
+    return "\n".join(lines)
 
 
 # ---- the section ---------------------------------------------------------------------------
@@ -471,9 +888,22 @@ def run(quick: bool = False) -> str:
         "",
         f"Machine: 2 shared CPU cores, 24 GB, shared with other engineers' work while measured "
         f"({load()} at the end): compare rows of one run.",
+        "",
+        round4_section(64 if quick else 256, quick),
     ]
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    print(run(quick="--quick" in sys.argv))
+    if "--density" in sys.argv:  # python -m benchmarks.bench_sandbox_scale --density 1024
+        rest = [a for a in sys.argv[1:] if a.isdigit()]
+        base = sys.argv[sys.argv.index("--base") + 1] if "--base" in sys.argv else DENSITY_BASE
+        rounds = 1 if "--quick" in sys.argv else 2
+        print(density_section(int(rest[0]) if rest else 1024, rounds, base))
+    elif (
+        "--round4" in sys.argv
+    ):  # only part 4: python -m benchmarks.bench_sandbox_scale --round4 256
+        rest = [a for a in sys.argv[1:] if a.isdigit()]
+        print(round4_section(int(rest[0]) if rest else 256, quick="--quick" in sys.argv))
+    else:
+        print(run(quick="--quick" in sys.argv))

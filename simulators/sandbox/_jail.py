@@ -7,10 +7,15 @@ private tmpfs /tmp) and inside a memory + pids cgroup. It then:
 1. imports and warms the preloaded modules (numpy, sympy), freezes the GC and installs the
    seccomp deny-list (inherited by every child), so each execution is a cheap ``fork()`` of
    this warm "zygote";
-2. serves requests from the host, one at a time, over length-prefixed JSON frames on the
-   pipes it was started with.
+2. remounts /proc with ``hidepid=2`` (a sandbox uid sees its own processes only), starts
+   two helper processes, the syscall guard (:func:`guard_main`: lock calls and reads of
+   other processes' attributes) and the file remover (:class:`Remover`), and drops the
+   capabilities it needed for that;
+3. serves requests from the host over length-prefixed JSON frames on the pipes it was
+   started with, many at once (an event loop).
 
-Every execution runs in a forked child that drops to the slot's own uid, gets rlimits, a
+Every execution runs in a forked child that moves into cgroups of its own (memory + files,
+processes, CPU; a session also a cgroup v2 freezer), drops to its own uid, gets rlimits, a
 private work directory, an empty environment, Landlock (writes only in its work dir, no
 signals or abstract sockets outside its domain) and then runs the untrusted code. The worker
 learns what happened only from things the code cannot forge: the exit status (``waitpid``),
@@ -24,12 +29,15 @@ import collections
 import contextlib
 import ctypes
 import errno
+import fcntl
 import gc
+import hashlib  # here, not in _digest: imported once, shared by every session
 import heapq
 import io
 import json
 import os
 import resource
+import select
 import selectors
 import shutil
 import signal
@@ -85,6 +93,9 @@ _SYS_LL_CREATE, _SYS_LL_ADD, _SYS_LL_RESTRICT = 444, 445, 446
 _PR_SET_NO_NEW_PRIVS = 38
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
+_raw_fork = ctypes.PyDLL(None).fork
+"""libc's fork(), called with the GIL held and without Python's at-fork hooks (see
+:func:`_zygote_fork`)."""
 
 
 def landlock_abi() -> int:
@@ -154,11 +165,29 @@ DENIED_SYSCALLS = (
     "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl",
     "semget", "semop", "semtimedop", "semctl", "ipc", "mq_open", "mq_unlink",
     "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+    # inotify: a watch on a file of the shared read-only tree sees every other session
+    # open and read it
+    "inotify_init", "inotify_init1",
 )  # fmt: skip
 _CLONE_NS_FLAGS = 0x7E020000  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET
+_CLONE_NS_BITS = tuple(1 << bit for bit in range(32) if _CLONE_NS_FLAGS >> bit & 1)
+_CLONE_FILES, _CLONE_THREAD = 0x400, 0x10000
+#: fcntl commands that take or drop a lock (F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW)
+LOCK_COMMANDS = (6, 7, 37, 38)
+_LOCK_SH, _LOCK_EX = 1, 2
+#: syscalls that read an attribute of the process (or group, or uid) named by an argument,
+#: with the index of that argument: the kernel checks no uid for these reads, so one
+#: session could read what another set (its nice value, scheduler, affinity, group).
+#: (pidfd_open is not among them: the worker needs it, and what a pidfd of a stranger tells
+#: - that the process exists, and when it exits - kill(pid, 0) tells as well.)
+PID_SYSCALLS = {
+    "getpriority": 1, "ioprio_get": 1, "sched_getparam": 0, "sched_getscheduler": 0,
+    "sched_getattr": 0, "sched_getaffinity": 0, "sched_rr_get_interval": 0, "getpgid": 0,
+    "getsid": 0,
+}  # fmt: skip
 
 
-def install_seccomp(libseccomp: str | None = None) -> None:
+def _seccomp_module(libseccomp: str | None):
     import ctypes.util
 
     real = ctypes.util.find_library
@@ -168,7 +197,20 @@ def install_seccomp(libseccomp: str | None = None) -> None:
         import pyseccomp as sc
     finally:
         ctypes.util.find_library = real
+    return sc
 
+
+def install_seccomp(libseccomp: str | None, *, guard: bool) -> int | None:
+    """Load the deny-list; return the listener fd of the syscall guard when ``guard``.
+
+    With the guard, lock calls (flock, fcntl locks) and reads of another process's
+    attributes wait for :func:`guard_main` to decide (see there). Without it (the guard's
+    own filter, or a libseccomp without notifications) lock calls succeed and lock nothing,
+    and those reads are refused unless they name the caller itself (argument 0): either way no
+    lock and no attribute carries anything from one session to another.
+    """
+    sc = _seccomp_module(libseccomp)
+    guard = guard and _notifications(sc)
     f = sc.SyscallFilter(sc.ALLOW)
     for name in DENIED_SYSCALLS:
         try:  # noqa: SIM105
@@ -177,10 +219,192 @@ def install_seccomp(libseccomp: str | None = None) -> None:
             pass  # syscall unknown on this arch
     # clone3 hides its flags in a struct: make glibc fall back to clone, which we can inspect.
     f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
-    for bit in range(32):
-        if _CLONE_NS_FLAGS & (1 << bit):
-            f.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, 1 << bit, 1 << bit))
+    for flag in _CLONE_NS_BITS:
+        f.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    # a shared fd table outside a thread group would let another process swap the fd the
+    # guard has just checked
+    both = _CLONE_FILES | _CLONE_THREAD
+    f.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, both, _CLONE_FILES))
+    lock = sc.NOTIFY if guard else sc.ERRNO(0)
+    for bit in (_LOCK_SH, _LOCK_EX):
+        f.add_rule(lock, "flock", sc.Arg(1, sc.MASKED_EQ, bit, bit))
+    for cmd in LOCK_COMMANDS:
+        f.add_rule(lock, "fcntl", sc.Arg(1, sc.EQ, cmd))
+    other = sc.NOTIFY if guard else sc.ERRNO(errno.EPERM)
+    for name, arg in PID_SYSCALLS.items():
+        try:  # noqa: SIM105
+            f.add_rule(other, name, sc.Arg(arg, sc.NE, 0))
+        except Exception:
+            pass
     f.load()  # also sets no_new_privs
+    return int(sc._libseccomp.seccomp_notify_fd(f._filter)) if guard else None
+
+
+def _notifications(sc) -> bool:
+    """Whether this libseccomp can hand syscalls to a supervisor (API level 5 or newer)."""
+    return hasattr(sc, "NOTIFY") and sc.get_api() >= 5
+
+
+def syscall_numbers(libseccomp: str | None = None) -> dict[int, str]:
+    """Numbers of the syscalls the guard decides on, on this machine's architecture."""
+    sc = _seccomp_module(libseccomp)
+    out = {}
+    for name in ("flock", "fcntl", *PID_SYSCALLS):
+        try:  # noqa: SIM105
+            out[int(sc.resolve_syscall(sc.system_arch(), name))] = name
+        except Exception:
+            pass
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# privileges the worker needs only while it sets up: /proc with hidepid, dropped capabilities
+
+_CAP_SYS_PTRACE, _CAP_SYS_ADMIN = 19, 21
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT = 2, 4, 8, 32
+
+
+def hide_other_processes() -> bool:
+    """Remount the jail's /proc with ``hidepid=2,gid=0``: a process of a sandbox uid sees
+    only the processes of its own uid (its session and the session's forks), root (group 0:
+    the worker) sees all. Returns whether it worked."""
+    flags = _MS_REMOUNT | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    return _libc.mount(b"proc", b"/proc", b"proc", flags, b"hidepid=2,gid=0") == 0
+
+
+def drop_capabilities(*caps: int) -> None:
+    """Remove ``caps`` from this process's effective, permitted and inheritable sets."""
+    header = ctypes.create_string_buffer(struct.pack("=Ii", 0x20080522, 0), 8)
+    data = ctypes.create_string_buffer(24)
+    if _libc.capget(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capget")
+    words = list(struct.unpack("=6I", data.raw))  # (effective, permitted, inheritable) x 2
+    for cap in caps:
+        for k in range(3):
+            words[3 * (cap // 32) + k] &= ~(1 << (cap % 32))
+    data = ctypes.create_string_buffer(struct.pack("=6I", *words), 24)
+    if _libc.capset(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+
+
+# --------------------------------------------------------------------------------------------
+# the syscall guard: decides lock calls and reads of other processes' attributes
+
+_NOTIF = struct.Struct("=QIIiIQ6Q")  # struct seccomp_notif: id, pid, flags, seccomp_data
+_RESP = struct.Struct("=QqiI")  # struct seccomp_notif_resp: id, val, error, flags
+_NOTIF_RECV, _NOTIF_SEND = 0xC0502100, 0xC0182101
+_CONTINUE = (0, 0, 1)
+"""(val, error, flags) of a response that lets the syscall run as asked."""
+_NOTHING = (0, 0, 0)
+"""... that makes it succeed without doing anything (a lock that locks nothing)."""
+_ABSENT = (0, -errno.ESRCH, 0)
+"""... that makes it fail with "no such process"."""
+_PRIO_USER, _IOPRIO_WHO_USER = 2, 3
+
+
+def _proc_status(pid: int) -> dict[str, str]:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return dict(line.rstrip("\n").split(":\t", 1) for line in fh if ":\t" in line)
+    except (OSError, ValueError):
+        return {}
+
+
+def _uid_of(pid: int) -> int | None:
+    try:
+        return int(_proc_status(pid)["Uid"].split()[1]) if pid > 0 else None
+    except (KeyError, IndexError, ValueError):
+        return None
+
+
+_WORK_FS: dict[str, tuple[int, frozenset[int]]] = {}
+
+
+def _work_fs(work_root: str) -> tuple[int, frozenset[int]]:
+    """The device of the work dirs' file system, and the inodes on it that are not one
+    session's: the work root, its parent and the trash (every other inode there lies in a
+    session's own work dir, mode 0700: no other session can open it). Cached."""
+    if work_root not in _WORK_FS:
+        paths = (work_root, os.path.dirname(work_root), os.path.join(work_root, ".trash"))
+        stats = [os.stat(p) for p in paths if os.path.exists(p)]
+        _WORK_FS[work_root] = stats[0].st_dev, frozenset(st.st_ino for st in stats)
+    return _WORK_FS[work_root]
+
+
+def _single_threaded(tid: int) -> bool:
+    """Whether the thread group of ``tid`` has one thread (its task directory links 2 + the
+    number of threads); False once it is gone."""
+    try:
+        return os.stat(f"/proc/{tid}/task").st_nlink == 3
+    except OSError:
+        return False
+
+
+def _signed(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def guard_decision(name: str, args: list[int], tid: int, work_root: str) -> tuple[int, int, int]:
+    """What the syscall ``name(args)`` of thread ``tid`` gets: (value, -errno, flags).
+
+    * A lock call really locks only a file in the caller's own work directory, and only when
+      the caller is single-threaded (so no other thread can swap the fd between this check
+      and the call). Any other lock call succeeds and locks nothing: a lock on a file of the
+      shared tree, a device or /proc cannot carry anything from one session to another.
+    * A read of another process's attributes is allowed for processes of the caller's own
+      uid (its session and forks); any other process "does not exist" (ESRCH), as in /proc.
+    """
+    if name in ("flock", "fcntl"):  # the hot path (sqlite makes ~6 per transaction)
+        single = _single_threaded(tid)
+        try:
+            st = os.stat(f"/proc/{tid}/fd/{_signed(args[0])}")
+        except OSError:  # no such fd: the call fails on its own (EBADF)
+            return _CONTINUE if single else _NOTHING
+        dev, shared = _work_fs(work_root)
+        own = st.st_dev == dev and st.st_ino not in shared
+        return _CONTINUE if own and single else _NOTHING
+    caller = _uid_of(tid)
+    which, who = _signed(args[0]), _signed(args[PID_SYSCALLS[name]])
+    if name in ("getpriority", "ioprio_get") and which == (
+        _PRIO_USER if name == "getpriority" else _IOPRIO_WHO_USER
+    ):
+        ok = who == caller
+    else:  # a process, or a process group by its leader
+        ok = _uid_of(who) == caller
+    return _CONTINUE if ok and caller is not None else _ABSENT
+
+
+def guard_main(listener: int, work_root: str, numbers: dict[int, str]) -> None:
+    """Answer the seccomp notifications of every process of the worker, one at a time.
+
+    Runs in its own process (a fork of the worker, CAP_SYS_PTRACE kept to read the fds of
+    the callers): a session that floods it with lock calls slows only lock calls.
+    """
+    import fcntl
+
+    buf = bytearray(_NOTIF.size)
+    while True:
+        buf[:] = bytes(len(buf))
+        try:
+            fcntl.ioctl(listener, _NOTIF_RECV, buf, True)
+        except InterruptedError:
+            continue
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:  # the caller died before we read it
+                continue
+            return
+        nid, tid, _, nr, _, _, *args = _NOTIF.unpack(buf)
+        try:
+            val, err, flags = guard_decision(numbers.get(nr, ""), args, tid, work_root)
+        except Exception:
+            val, err, flags = 0, -errno.EPERM, 0
+        # (no ID_VALID check: had the caller died and its pid been reused while we read
+        # /proc, the answer would go to its notification id, which is gone: ENOENT)
+        try:
+            fcntl.ioctl(listener, _NOTIF_SEND, bytearray(_RESP.pack(nid, val, err, flags)), True)
+        except OSError:
+            continue
 
 
 # --------------------------------------------------------------------------------------------
@@ -349,6 +573,292 @@ class Watch:
         self.on_done(out)
 
 
+class Remover:
+    """A helper process that removes directories off the worker's event loop.
+
+    Removing a work dir of 250,000 files takes seconds; done on the loop, every other
+    session's cell would wait for it. The worker renames a dir into its trash (instantly) and
+    hands the path to this process, which deletes it and answers with the path; the worker
+    frees what depended on it (a uid) only then. If the process dies, it is started again and
+    given what was still pending.
+    """
+
+    def __init__(self, worker: Worker):
+        self.worker = worker
+        self.pending: dict[str, int] = {}
+        """Paths sent and not yet reported removed (how many times), in order."""
+        self.pid = -1
+        self.to_fd = self.from_fd = -1
+        self.outbox = bytearray()
+        self.inbox = bytearray()
+        self.writing = False
+        self.start()
+
+    def start(self) -> None:
+        to_r, to_w = os.pipe()
+        from_r, from_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                for fd in _open_fds():
+                    if fd not in (to_r, from_w, 2):
+                        with contextlib.suppress(OSError):
+                            os.close(fd)
+                _die_with_parent()
+                _libc.prctl(15, b"sbx-remover", 0, 0, 0)  # PR_SET_NAME
+                with contextlib.suppress(OSError):
+                    drop_capabilities(_CAP_SYS_ADMIN, _CAP_SYS_PTRACE)
+                os.nice(10)  # its work is never urgent: cells first
+                code = _remover_main(to_r, from_w)
+            finally:
+                os._exit(code)
+        os.close(to_r)
+        os.close(from_w)
+        self.pid, self.to_fd, self.from_fd = pid, to_w, from_r
+        self.worker.children.add(pid)
+        os.set_blocking(to_w, False)
+        os.set_blocking(from_r, False)
+        self.worker.sel.register(from_r, selectors.EVENT_READ, (self, "done"))
+        self.writing = False
+        self.outbox = bytearray(b"".join((p.encode() + b"\n") * n for p, n in self.pending.items()))
+        self._flush()
+
+    def remove(self, path: str) -> None:
+        """Queue ``path`` (a directory in the trash) for removal."""
+        self.pending[path] = self.pending.get(path, 0) + 1
+        self.outbox += path.encode() + b"\n"
+        self._flush()
+
+    def _flush(self) -> None:
+        try:
+            while self.outbox:
+                del self.outbox[: os.write(self.to_fd, self.outbox)]
+        except BlockingIOError:
+            pass
+        except OSError:
+            return  # it died: its end of the reply pipe reports that
+        if self.outbox and not self.writing:
+            self.worker.sel.register(self.to_fd, selectors.EVENT_WRITE, (self, "send"))
+            self.writing = True
+        elif not self.outbox and self.writing:
+            self.worker.sel.unregister(self.to_fd)
+            self.writing = False
+
+    def on_event(self, name: str, mask: int) -> None:
+        if name == "send":
+            self._flush()
+            return
+        self.poll()
+
+    def poll(self) -> None:
+        """Read what the process reports as removed (never blocks)."""
+        try:
+            chunk = os.read(self.from_fd, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:  # the process died: start another one with what is left
+            self.stop()
+            self.start()
+            return
+        self.inbox += chunk
+        *lines, rest = self.inbox.split(b"\n")
+        self.inbox = bytearray(rest)
+        for line in lines:
+            path = line.decode("utf-8", "replace")
+            if self.pending.get(path, 0) > 1:
+                self.pending[path] -= 1
+            else:
+                self.pending.pop(path, None)
+        self.worker._reap_ready()
+
+    def stop(self) -> None:
+        for fd in (self.to_fd, self.from_fd):
+            with contextlib.suppress(KeyError, ValueError):
+                self.worker.sel.unregister(fd)
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.writing = False
+        _kill(self.pid)
+        self.worker._wait_children()
+
+    def busy(self, paths: list[str]) -> bool:
+        return any(p in self.pending for p in paths)
+
+
+class Zygote:
+    """A quiet copy of the warm worker whose only job is to fork new sessions.
+
+    A session forked from the worker shares the worker's pages copy-on-write, but the worker
+    goes on serving (frames, buffers, the books of every session), and each page it writes
+    after a fork leaves the old copy to the child alone: every session came to hold its own
+    copy of the worker's working set (about 2 MB each). The zygote is forked once the worker
+    is warm and then only forks, so its pages stay as they were and the sessions share them.
+
+    The worker sends it a session's uid, dirs, limits and cgroups with the session's control
+    socket and output pipes; it forks a child that confines itself exactly as one forked by
+    the worker would, and answers with the pid and a pidfd of it (taken before the zygote
+    can reap it). The session is the zygote's child (the zygote reaps it); the worker holds
+    it by that pidfd, as every session. If the zygote dies, the next session starts another
+    one; after a few failures the worker forks sessions itself.
+    """
+
+    FAILURES = 3
+    """Zygotes lost or unanswering after which the worker stops starting new ones."""
+
+    def __init__(self, worker: Worker):
+        self.worker = worker
+        self.pid = -1
+        self.sock: socket.socket | None = None
+        self.failures = 0
+
+    def start(self) -> None:
+        """Fork the zygote from the worker as it is now (warm, its layers in place)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                keep = theirs.fileno()
+                ours.detach()
+                for fd in _open_fds():
+                    if fd not in (keep, 2):
+                        with contextlib.suppress(OSError):
+                            os.close(fd)
+                _die_with_parent()
+                _libc.prctl(15, b"sbx-zygote", 0, 0, 0)  # PR_SET_NAME
+                _zygote_main(self.worker, theirs.detach())
+            finally:
+                os._exit(0)
+        theirs.close()
+        self.pid, self.sock = pid, ours
+        self.worker.children.add(pid)
+
+    def stop(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        if self.pid > 0:
+            _kill(self.pid)
+            self.worker._wait_children()
+        self.pid = -1
+
+    def spawn(self, request: dict) -> tuple[int, int, int, int, socket.socket] | None:
+        """Fork a session process: (pid, pidfd, stdout, stderr, control socket), the worker's
+        ends; None when there is no working zygote (the caller forks it itself)."""
+        if self.sock is None:
+            if self.failures >= self.FAILURES:
+                return None
+            self.start()
+        assert self.sock is not None
+        ours, theirs = socket.socketpair()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            self.sock.settimeout(10.0)
+            socket.send_fds(
+                self.sock, [json.dumps(request).encode()], [theirs.fileno(), out_w, err_w]
+            )
+            msg, got, _, _ = socket.recv_fds(self.sock, 4096, 1)
+            pid = int(json.loads(msg)["pid"]) if msg else 0
+        except (OSError, ValueError, KeyError, TypeError):
+            got, pid = [], 0
+        finally:
+            theirs.close()
+            os.close(out_w)
+            os.close(err_w)
+        if pid <= 0 or len(got) != 1:
+            for fd in (*got, out_r, err_r):
+                os.close(fd)
+            ours.close()
+            if pid == 0:  # no answer: the zygote is gone or broken (-1: its fork failed)
+                self.failures += 1
+                self.stop()
+            return None
+        for fd in (out_r, err_r):
+            os.set_blocking(fd, False)
+        return pid, got[0], out_r, err_r, ours
+
+
+def _zygote_main(worker: Worker, fd: int) -> None:
+    """The zygote's loop: fork a session per request; reap the sessions that ended."""
+    sock = socket.socket(fileno=fd)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    poll = select.poll()
+    poll.register(fd, select.POLLIN)
+    poll.register(wake_r, select.POLLIN)
+    while True:
+        for ready, _ in poll.poll():
+            if ready == wake_r:
+                with contextlib.suppress(OSError):
+                    os.read(wake_r, 4096)
+                continue
+            msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, 3)
+            if not msg:
+                return
+            pid = _zygote_fork(worker, json.loads(msg), fds) if len(fds) == 3 else -1
+            pidfd = _pidfd(pid) if pid > 0 else None  # before any reaping: it is this child
+            for f in fds:
+                os.close(f)
+            socket.send_fds(
+                sock, [json.dumps({"pid": pid}).encode()], [] if pidfd is None else [pidfd]
+            )
+            if pidfd is not None:
+                os.close(pidfd)
+        while True:
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+
+
+def _zygote_fork(worker: Worker, req: dict, fds: list[int]) -> int:
+    """Fork one session process in the zygote (``fds``: its control socket, stdout, stderr);
+    its pid, or -1 when the fork failed (the worker's process limit, say).
+
+    libc's fork is called directly, so Python's at-fork hooks do not run: they would write
+    to pages all over the interpreter (about 0.25 MB more per idle session) and are not
+    needed here: the zygote has a single thread and holds no lock when it forks. What they
+    would have done that matters is done by hand: a fresh ``random`` state per session."""
+    ctl, out_w, err_w = fds
+    pid = _raw_fork()
+    if pid == 0:
+        try:
+            signal.set_wakeup_fd(-1)
+            if "random" in sys.modules:  # as os.fork's hook: each session its own state
+                sys.modules["random"].seed()
+            if "threading" in sys.modules:  # (its other hook: there is no other thread)
+                sys.modules["threading"].main_thread()._set_native_id()
+            worker._child({1: out_w, 2: err_w, 3: ctl}, int(req["uid"]), str(req["workdir"]),
+                          dict(req["limits"]), lambda: _session_main(3), list(req["cg"]),
+                          str(req["root"]))  # fmt: skip
+        finally:
+            os._exit(70)  # (_child never returns; this is for a failure before it)
+    return pid
+
+
+def _remover_main(rfd: int, wfd: int) -> int:
+    """The remover process: remove each path read from ``rfd``, report it on ``wfd``."""
+    buf = b""
+    while True:
+        chunk = os.read(rfd, 1 << 16)
+        if not chunk:
+            return 0
+        buf += chunk
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            shutil.rmtree(line.decode("utf-8", "replace"), ignore_errors=True)
+            view = memoryview(line + b"\n")
+            while view:
+                view = view[os.write(wfd, view) :]
+
+
 class Worker:
     """The jailed worker: an event loop serving many runs and session cells at once.
 
@@ -404,6 +914,18 @@ class Worker:
         """Runs and session calls in flight: the worker's CPU weight follows it."""
         self.cpus = max(1, int(cfg.get("cpus") or 1))
         self.cpu_shares = 1024
+        self.freezer = bool(cfg["layers"].get("freezer")) and "unified" in self.cgroup_roots
+        self.trash = os.path.join(self.work_root, ".trash")
+        """Dirs on their way out (root-only): renamed here at once, removed by the remover."""
+        os.makedirs(self.trash, mode=0o700, exist_ok=True)
+        self.guard_pid = -1
+        self.hidepid = False
+        self.remover = Remover(self)
+        self.zygote: Zygote | None = None
+        """Forks the sessions (see :class:`Zygote`); None: the worker forks them itself."""
+        self.spares: list[dict] = []
+        """Run processes forked ahead of time, each in its own cgroups with its own uid."""
+        self.stopping = False
 
     # ---- the event loop -----------------------------------------------------------------
 
@@ -441,10 +963,14 @@ class Worker:
     def _shutdown(self) -> None:
         """The host is gone: end every session and wait (a few seconds at most) until the
         session cgroups are removed, so an orphaned worker leaves nothing behind."""
+        self.stopping = True  # no new spare from here on
         for s in list(self.sessions.values()):
             self._drop_session(s)
+        while self.spares:
+            self._discard_spare(self.spares.pop())
         until = time.monotonic() + 5.0
         while self.reaping and time.monotonic() < until:
+            self.remover.poll()
             self.reaping = [e for e in self.reaping if not self._reap_entry(e)]
             time.sleep(0.005)
 
@@ -519,6 +1045,8 @@ class Worker:
             reply({"status": "full", "error": f"this worker already runs {self.n_uids - 1} "
                    "sessions (one uid each); close some or add workers"})  # fmt: skip
             return
+        if uid is None:
+            self._reclaim_spare()
         self.waiting.append((req, reply, start, sessions_only, time.monotonic() + wait))
         if len(self.waiting) == 1:
             self.at(time.monotonic() + 0.02, self._pump)
@@ -544,6 +1072,8 @@ class Worker:
                 self.busy_uids.add(uid)
                 start(req, reply, uid)
                 continue
+            if uid is None:
+                self._reclaim_spare()
             if until > now:
                 break
             self.waiting.popleft()
@@ -568,26 +1098,38 @@ class Worker:
             os.chown(path, uid, uid)
         return path
 
-    def _make_cgroup(self, name: str, limits: dict) -> list[str]:
-        """Sub-cgroups of the worker's own for one lineage: memory + files, processes, CPU."""
+    def _make_cgroup(self, name: str, limits: dict, freezer: bool = True) -> list[str]:
+        """Sub-cgroups of the worker's own for one lineage or run: memory + files, processes,
+        CPU, and (``freezer``) a cgroup v2 group to freeze and kill it by."""
         made = []
-        mem = int(limits.get("memory", 512 << 20)) + int(limits.get("disk", 256 << 20))
         for controller, root in self.cgroup_roots.items():
+            if controller == "unified" and not freezer:
+                continue
             path = os.path.join(root, name)
             try:
-                os.makedirs(path, exist_ok=True)
-                if controller == "memory":
-                    for knob in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
-                        if os.path.exists(os.path.join(path, knob)):
-                            _write(os.path.join(path, knob), str(mem + (64 << 20)))
-                elif controller == "pids":
-                    _write(os.path.join(path, "pids.max"), str(int(limits.get("processes", 64))))
-                elif controller == "cpu":
-                    _write(os.path.join(path, "cpu.shares"), "1024")
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(path)
             except OSError:
                 continue
             made.append(path)
+        self._limit_cgroup(made, limits)
         return made
+
+    def _limit_cgroup(self, cg: list[str], limits: dict) -> None:
+        """Put ``limits`` on a lineage's or run's cgroups: memory + files (+ slack) and
+        processes. (A new cpu cgroup weighs one process, 1024: every session and run alike.)"""
+        controllers = {root: name for name, root in self.cgroup_roots.items()}
+        mem = str(int(limits["memory"]) + int(limits["disk"]) + _SLACK)
+        for path in cg:
+            controller = controllers.get(os.path.dirname(path))
+            if controller == "memory":  # memory + swap may not go below memory: this order
+                knobs = ("memory.memsw.limit_in_bytes", "memory.limit_in_bytes")  # works
+                for knob in (*knobs, knobs[0]):  # whether the limit goes up or down
+                    with contextlib.suppress(OSError):
+                        _write(os.path.join(path, knob), mem)
+            elif controller == "pids":
+                with contextlib.suppress(OSError):
+                    _write(os.path.join(path, "pids.max"), str(int(limits["processes"])))
 
     def _cgroup_procs(self, cg: list[str], what: str = "cgroup.procs") -> set[int]:
         for path in cg:
@@ -614,6 +1156,12 @@ class Worker:
         self, uid: int, workdir: str, limits: dict, cg: list[str], write_root: str
     ) -> None:
         """Runs in the forked child, before any untrusted code."""
+        self._enter(cg)
+        self._restrict(uid, workdir, limits, write_root)
+
+    @staticmethod
+    def _enter(cg: list[str]) -> None:
+        """The first half of confining a child: its own session, cgroups and priority."""
         os.setsid()
         for path in cg:  # accounted to its own cgroups from its first instruction
             _write(os.path.join(path, "cgroup.procs"), "0")
@@ -629,6 +1177,9 @@ class Worker:
                 fh.write("1000")
         except OSError:
             pass
+
+    def _restrict(self, uid: int, workdir: str, limits: dict, write_root: str) -> None:
+        """The second half: rlimits, Landlock, its uid, its work dir, an empty environment."""
         mem = int(limits.get("memory", 512 << 20))
         as_limit = _vm_bytes() + mem
         cpu = max(1, int(limits.get("cpu_seconds", 10)))
@@ -669,61 +1220,91 @@ class Worker:
         extra_fds: dict[int, int],
         cg: list[str],
         write_root: str | None = None,
+        *,
+        late: bool = False,
     ):
-        """Fork a confined child running ``body()``; returns (pid, out_r, err_r)."""
+        """Fork a confined child running ``body()``; returns (pid, out_r, err_r).
+
+        ``late``: the child only enters its cgroups; ``body`` restricts it (a spare run
+        process, which learns its limits when it gets its run)."""
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # child
-            code = 70
-            try:
-                null = os.open("/dev/null", os.O_RDONLY)
-                os.dup2(null, 0)
-                os.dup2(out_w, 1)
-                os.dup2(err_w, 2)
-                keep = {0, 1, 2}
-                for target, src in extra_fds.items():
-                    os.dup2(src, target)
-                    os.set_inheritable(target, True)
-                    keep.add(target)
-                for fd in _open_fds():
-                    if fd not in keep:
-                        try:  # noqa: SIM105
-                            os.close(fd)
-                        except OSError:
-                            pass
-                sys.stdout = io.TextIOWrapper(
-                    io.FileIO(1, "w", closefd=False),
-                    "utf-8",
-                    errors="backslashreplace",
-                    line_buffering=False,
-                )
-                sys.stderr = io.TextIOWrapper(
-                    io.FileIO(2, "w", closefd=False),
-                    "utf-8",
-                    errors="backslashreplace",
-                    line_buffering=True,
-                )
-                sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), "utf-8")
-                self._confine(uid, workdir, limits, cg, write_root or workdir)
-                code = body()
-            except BaseException as exc:
-                try:  # noqa: SIM105
-                    _print_exc(exc)
-                except BaseException:
-                    pass
-            finally:
-                try:
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                except BaseException:
-                    pass
-                os._exit(code if isinstance(code, int) else 1)
+            self._child({1: out_w, 2: err_w, **extra_fds}, uid, workdir, limits, body, cg,
+                        write_root, late=late)  # fmt: skip
         os.close(out_w)
         os.close(err_w)
         for fd in (out_r, err_r):
             os.set_blocking(fd, False)
         return pid, out_r, err_r
+
+    def _child(
+        self,
+        fds: dict[int, int],
+        uid: int,
+        workdir: str,
+        limits: dict,
+        body,
+        cg: list[str],
+        write_root: str | None,
+        *,
+        late: bool = False,
+    ) -> None:
+        """In a freshly forked child: stdin from /dev/null, ``fds`` (target: source; 1 and 2
+        are stdout and stderr) in place and every other fd closed, then confined (``late``:
+        only in its cgroups) and ``body()`` run. Never returns."""
+        code = 70
+        try:  # noqa: SIM105 - first: the worker's high priority is not for the child's setup
+            os.setpriority(os.PRIO_PROCESS, 0, 0)
+        except OSError:
+            pass
+        try:
+            # first out of the way of the targets (a source may sit on another's target)
+            high = {target: fcntl.fcntl(src, fcntl.F_DUPFD, 64) for target, src in fds.items()}
+            null = os.open("/dev/null", os.O_RDONLY)
+            os.dup2(null, 0)
+            keep = {0}
+            for target, src in high.items():
+                os.dup2(src, target)
+                os.set_inheritable(target, True)
+                keep.add(target)
+            for fd in _open_fds():
+                if fd not in keep:
+                    try:  # noqa: SIM105
+                        os.close(fd)
+                    except OSError:
+                        pass
+            sys.stdout = io.TextIOWrapper(
+                io.FileIO(1, "w", closefd=False),
+                "utf-8",
+                errors="backslashreplace",
+                line_buffering=False,
+            )
+            sys.stderr = io.TextIOWrapper(
+                io.FileIO(2, "w", closefd=False),
+                "utf-8",
+                errors="backslashreplace",
+                line_buffering=True,
+            )
+            sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), "utf-8")
+            if late:
+                self._enter(cg)
+            else:
+                self._confine(uid, workdir, limits, cg, write_root or workdir)
+            code = body()
+        except BaseException as exc:
+            try:  # noqa: SIM105
+                _print_exc(exc)
+            except BaseException:
+                pass
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except BaseException:
+                pass
+            os._exit(code if isinstance(code, int) else 1)
 
     # ---- killing and reaping ------------------------------------------------------------
 
@@ -740,15 +1321,24 @@ class Worker:
             os._exit(0)
         _waitpid(pid)
 
-    def _release_uid(self, uid: int, cg: list[str], dirs: list[str]) -> None:
-        """Kill what is left of ``uid``, remove its cgroups and dirs; free it once all is gone."""
-        for d in dirs:
-            shutil.rmtree(d, ignore_errors=True)
+    def _release_uid(
+        self,
+        uid: int,
+        cg: list[str],
+        dirs: list[str],
+        trashed: list[str] | None = None,
+    ) -> None:
+        """Kill what is left of ``uid``, remove its cgroups and dirs; free it once all is gone.
+
+        Nothing slow happens here: the dirs are renamed into the trash at once and removed
+        by the remover process once no process of the uid is left; the uid stays taken until
+        then (so nothing of it is ever reused or left behind)."""
         if cg:
-            self._kill_cgroup(cg)
+            self._kill_all(cg)
         elif self.set_uid and _procs_of(uid):
             self._kill_uid_once(uid)
-        entry = {"uid": uid, "cg": list(cg), "tries": 0}
+        trash = [t for t in map(self._to_trash, dirs) if t] + list(trashed or ())
+        entry = {"uid": uid, "cg": list(cg), "trash": trash, "sent": False, "tries": 0}
         if self._reap_entry(entry):
             if self.waiting:
                 self._pump()
@@ -757,27 +1347,64 @@ class Worker:
         if len(self.reaping) == 1:
             self.at(time.monotonic() + 0.002, self._reap_tick)
 
+    def _to_trash(self, path: str) -> str | None:
+        """Rename ``path`` into the root-only trash (a constant-time step); its new path."""
+        self.counter += 1
+        dest = os.path.join(self.trash, f"{os.path.basename(path)}.{self.counter}")
+        try:
+            os.rename(path, dest)
+        except OSError:
+            return None
+        return dest
+
+    def _remove_later(self, path: str, lineage: dict | None = None) -> None:
+        """Move ``path`` (a dropped fork's dir) out of sight and have the remover delete it.
+
+        Processes of its lineage may still hold it open; what they add meanwhile is removed
+        again when the lineage ends (its uid waits for that)."""
+        trash = self._to_trash(path)
+        if trash:
+            self.remover.remove(trash)
+            if lineage is not None:
+                lineage.setdefault("trashed", []).append(trash)
+
+    def _kill_all(self, cg: list[str]) -> None:
+        """SIGKILL every process in ``cg``: at once through ``cgroup.kill`` (cgroup v2, frozen
+        processes and ones forking meanwhile included), and pid by pid."""
+        for path in cg:
+            kill = os.path.join(path, "cgroup.kill")
+            if path.startswith(self.cgroup_roots.get("unified", "\0")):
+                with contextlib.suppress(OSError):
+                    _write(kill, "1")
+        self._kill_cgroup(cg)
+
     def _reap_entry(self, entry: dict) -> bool:
         """One attempt to finish releasing a uid; True when it is free again."""
         self._wait_children()
         uid = entry["uid"]
         if entry["cg"]:
             if self._cgroup_procs(entry["cg"]):
-                self._kill_cgroup(entry["cg"])
-                return False
-            left = []
-            for path in entry["cg"]:
-                try:
-                    os.rmdir(path)
-                except FileNotFoundError:
-                    pass
-                except OSError:
-                    left.append(path)
-            entry["cg"] = left
-            if left:
+                self._kill_all(entry["cg"])
                 return False
         elif self.set_uid and _procs_of(uid):
             self._kill_uid_once(uid)
+            return False
+        if not entry.get("sent"):  # every process is gone: nothing can write there any more
+            entry["sent"] = True
+            for path in entry.get("trash", ()):
+                self.remover.remove(path)
+        if self.remover.busy(entry.get("trash", [])):
+            return False
+        left = []
+        for path in entry["cg"]:  # after the files: their memory charge leaves with them
+            try:
+                os.rmdir(path)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                left.append(path)
+        entry["cg"] = left
+        if left:
             return False
         self.busy_uids.discard(uid)
         return True
@@ -786,16 +1413,23 @@ class Worker:
         """Retry releasing uids until all is gone (never given up: a uid whose processes
         have not died yet stays taken); quickly at first, then every 0.1 s."""
         now = time.monotonic()
-        self.reaping = [e for e in self.reaping if not self._reap_entry(e)]
+        self._reap_ready()
         if self.reaping:
             tries = min(e.setdefault("tries", 0) for e in self.reaping)
             for e in self.reaping:
                 e["tries"] += 1
             self.at(now + (0.005 if tries < 100 else 0.1), self._reap_tick)
-        else:
-            self._answer_pings()
+
+    def _reap_ready(self) -> None:
+        """Finish the releases that can finish now; answer pings and start waiting work."""
+        if self.reaping:
+            self.reaping = [e for e in self.reaping if not self._reap_entry(e)]
+            if not self.reaping:
+                self._answer_pings()
         if self.waiting:
             self._pump()
+        if len(self.spares) < SPARES:
+            self._replenish()
 
     def _wait_children(self) -> None:
         for pid in list(self.children):
@@ -809,39 +1443,24 @@ class Worker:
     # ---- one-shot executions and grading ------------------------------------------------
 
     def op_exec(self, req: dict, reply) -> None:
+        if self.spares and not self.waiting:
+            self._start_exec(req, reply, None)
+            return
         limits = {**self.cfg["limits"], **req.get("limits", {})}
         timeout = float(req.get("timeout", limits.get("timeout", 10.0)))
         self._admit(req, reply, self._start_exec, False, timeout)
 
-    def _start_exec(self, req: dict, reply, uid: int) -> None:
+    def _start_exec(self, req: dict, reply, uid: int | None) -> None:
+        """Start a one-shot run: in a spare process (``uid`` None) or a new one of ``uid``."""
         limits = {**self.cfg["limits"], **req.get("limits", {})}
-        workdir = self._new_workdir(uid)
-        for name, content in (req.get("files") or {}).items():
-            safe = os.path.join(workdir, os.path.basename(name))
-            with open(safe, "w") as fh:
-                fh.write(content)
-            if self.set_uid:
-                os.chown(safe, uid, uid)
-        code = req["code"]
         grade = req.get("grade")  # {"fn": name, "calls": [[args], ...]}
-        res_r = res_w = None
-        extra = {}
-        if grade is not None:
-            res_r, res_w = os.pipe()
-            extra = {3: res_w}
-
-        def body() -> int:
-            return _run_main(code, grade)
-
         start = time.monotonic()
         timeout = float(req.get("timeout", limits.get("timeout", 10.0)))
-        # one-shot runs stay in the worker's cgroups (moving a process between cgroup v1
-        # groups costs milliseconds); a uid of their own keeps them apart while they run
-        pid, out_r, err_r = self._spawn(uid, workdir, limits, body, extra, [])
-        if res_w is not None:
-            os.close(res_w)
-            os.set_blocking(res_r, False)
-        pidfd = _pidfd(pid)
+        run = self._take_spare(req, limits) if uid is None else self._fork_run(req, limits, uid)
+        if run is None:  # no spare after all: wait for a uid like any run
+            self._admit(req, reply, self._start_exec, False, timeout)
+            return
+        pid, cg = run["pid"], run["cg"]
         self._busy(+1)
 
         def done(got: dict) -> None:
@@ -854,16 +1473,20 @@ class Worker:
             except OSError:
                 pass
             wstatus = _waitpid(pid)
-            for fd in (out_r, err_r, res_r, pidfd):
+            for fd in (run["out"], run["err"], run["res"], run["pidfd"]):
                 if fd is not None:
                     os.close(fd)
-            self._release_uid(uid, [], [workdir])
+            note = _oom_note(_oom_cause(cg), limits, "run")
+            self._release_uid(run["uid"], cg, [run["workdir"]])
             exit_code, sig = _decode_status(wstatus)
             if status is None:
                 status = "ok" if exit_code == 0 else ("killed" if sig else "error")
+            stderr = got["stderr"]
+            if note:
+                stderr += ("\n" if stderr and not stderr.endswith("\n") else "") + note + "\n"
             out = {
                 "status": status, "exit_code": exit_code, "signal": sig,
-                "stdout": got["stdout"], "stderr": got["stderr"],
+                "stdout": got["stdout"], "stderr": stderr,
                 "stdout_dropped": got["stdout_dropped"], "stderr_dropped": got["stderr_dropped"],
                 "duration": time.monotonic() - start,
             }  # fmt: skip
@@ -871,8 +1494,113 @@ class Worker:
                 out["results"] = _parse_results(got["result_bytes"], len(grade["calls"]))
             reply(out)
 
-        Watch(self, fds={"stdout": out_r, "stderr": err_r}, cap=int(limits.get("output", 64 << 10)),
-              deadline=start + timeout, on_done=done, pid_fd=pidfd, result_fd=res_r)  # fmt: skip
+        Watch(self, fds={"stdout": run["out"], "stderr": run["err"]},
+              cap=int(limits.get("output", 64 << 10)), deadline=start + timeout, on_done=done,
+              pid_fd=run["pidfd"], result_fd=run["res"] if grade is not None else None)  # fmt: skip
+
+    def _write_files(self, workdir: str, uid: int, files: dict | None) -> None:
+        """The files a run starts with (the host's, e.g. a test file), owned by its uid."""
+        for name, content in (files or {}).items():
+            safe = os.path.join(workdir, os.path.basename(name))
+            with open(safe, "w") as fh:
+                fh.write(content)
+            if self.set_uid:
+                os.chown(safe, uid, uid)
+
+    def _fork_run(self, req: dict, limits: dict, uid: int) -> dict:
+        """A new process for a one-shot run (when no spare is ready)."""
+        workdir = self._new_workdir(uid)
+        self._write_files(workdir, uid, req.get("files"))
+        code, grade = req["code"], req.get("grade")
+        res_r, res_w = os.pipe()
+
+        def body() -> int:
+            if grade is None:
+                os.close(3)
+            return _run_main(code, grade)
+
+        # every run is a session for the kernel: memory + files, processes and CPU weight of
+        # its own, so a one-shot run can neither fill the worker nor outweigh a session
+        cg = self._make_cgroup(f"u{uid}", limits, freezer=False)  # (a run is never idle)
+        pid, out_r, err_r = self._spawn(uid, workdir, limits, body, {3: res_w}, cg)
+        os.close(res_w)
+        os.set_blocking(res_r, False)
+        return {"uid": uid, "pid": pid, "pidfd": _pidfd(pid), "workdir": workdir, "cg": cg,
+                "out": out_r, "err": err_r, "res": res_r}  # fmt: skip
+
+    # ---- spare run processes ------------------------------------------------------------
+
+    def _replenish(self) -> None:
+        """Keep ``SPARES`` run processes forked and in cgroups of their own ahead of time.
+
+        Moving a process into cgroup v1 groups waits for an RCU grace period (milliseconds);
+        a one-shot run that finds a spare does not pay it, nor the fork."""
+        while len(self.spares) < SPARES and not (self.waiting or self.stopping) and self._room():
+            uid = self._free_uid(False)
+            if uid is None:
+                return
+            self.busy_uids.add(uid)
+            self.spares.append(self._make_spare(uid))
+
+    def _make_spare(self, uid: int) -> dict:
+        limits = dict(self.cfg["limits"])
+        workdir = self._new_workdir(uid)
+        cg = self._make_cgroup(f"u{uid}", limits, freezer=False)
+        job_r, job_w = os.pipe()
+        res_r, res_w = os.pipe()
+
+        def body() -> int:  # in the spare: wait for a run, then confine and run it
+            job = read_frame(4)
+            os.close(4)
+            if job.get("grade") is None:
+                os.close(3)
+            self._restrict(uid, workdir, job["limits"], workdir)
+            return _run_main(job["code"], job.get("grade"))
+
+        pid, out_r, err_r = self._spawn(
+            uid, workdir, limits, body, {3: res_w, 4: job_r}, cg, late=True
+        )
+        os.close(job_r)
+        os.close(res_w)
+        os.set_blocking(res_r, False)
+        return {"uid": uid, "pid": pid, "pidfd": _pidfd(pid), "workdir": workdir, "cg": cg,
+                "out": out_r, "err": err_r, "res": res_r, "job": job_w, "limits": limits}  # fmt: skip
+
+    def _take_spare(self, req: dict, limits: dict) -> dict | None:
+        """A live spare given this run (limits on its cgroups, files, the code); None when
+        there is none, or the run is too big to hand over without blocking."""
+        job = json.dumps({"code": req["code"], "limits": limits, "grade": req.get("grade")})
+        frame = _HDR.pack(len(job.encode())) + job.encode()
+        if len(frame) > _SPARE_JOB_MAX:
+            return None
+        while self.spares:
+            spare = self.spares.pop(0)
+            if _alive(spare["pidfd"]):
+                break
+            self._discard_spare(spare)  # (killed meanwhile: the OOM killer, say)
+        else:
+            return None
+        self.at(time.monotonic(), self._replenish)
+        if limits != spare["limits"]:
+            self._limit_cgroup(spare["cg"], limits)
+        self._write_files(spare["workdir"], spare["uid"], req.get("files"))
+        os.write(spare["job"], frame)  # (the pipe is empty and holds 64 KiB: never blocks)
+        os.close(spare["job"])
+        return spare
+
+    def _reclaim_spare(self) -> None:
+        """Work waits for a uid: free one a spare holds (spares never keep a session out)."""
+        if self.spares:
+            self._discard_spare(self.spares.pop())
+
+    def _discard_spare(self, spare: dict) -> None:
+        for fd in (spare["out"], spare["err"], spare["res"], spare["job"], spare["pidfd"]):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        _kill(spare["pid"])
+        self.children.add(spare["pid"])
+        self._release_uid(spare["uid"], spare["cg"], [spare["workdir"]])
 
     # ---- sessions -----------------------------------------------------------------------
 
@@ -886,23 +1614,54 @@ class Worker:
         root = self._new_workdir(uid)  # the lineage's directory; forks get siblings in it
         workdir = self._new_workdir(uid, root)
         cg = self._make_cgroup(f"u{uid}", limits)
-        ours, theirs = socket.socketpair()
+        request = {"uid": uid, "workdir": workdir, "limits": limits, "cg": cg, "root": root}
+        made = self.zygote.spawn(request) if self.zygote is not None else None
+        if made is not None:
+            pid, pidfd, out_r, err_r, ours = made
+        else:  # no zygote: fork it from the worker itself
 
-        def body() -> int:
-            return _session_main(3)
+            def body() -> int:
+                return _session_main(3)
 
-        pid, out_r, err_r = self._spawn(uid, workdir, limits, body, {3: theirs.fileno()}, cg, root)
-        theirs.close()
+            ours, theirs = socket.socketpair()
+            pid, out_r, err_r = self._spawn(uid, workdir, limits, body, {3: theirs.fileno()}, cg,
+                                            root)  # fmt: skip
+            theirs.close()
+            self.children.add(pid)
+            pidfd = _pidfd(pid)
         ours.setblocking(False)
-        self.children.add(pid)
         sid = f"s{self.counter}"
         self.lineages[uid] = {"dir": root, "cg": cg, "pids_fd": _open_counter(cg),
-                              "queue": collections.deque(), "busy": False, "members": {}}  # fmt: skip
+                              "freeze_fd": self._open_freezer(cg), "queue": collections.deque(),
+                              "busy": False, "members": {}}  # fmt: skip
         self._add_session({
-            "sid": sid, "pid": pid, "pidfd": _pidfd(pid), "uid": uid, "workdir": workdir, "ctl": ours,
+            "sid": sid, "pid": pid, "pidfd": pidfd, "uid": uid, "workdir": workdir, "ctl": ours,
             "out": out_r, "err": err_r, "limits": limits, "buf": bytearray(), "watch": None,
         })  # fmt: skip
-        reply({"sid": sid})
+        reply({"sid": sid})  # (no agent code has run in it yet: frozen after its first call)
+
+    def _open_freezer(self, cg: list[str]) -> int | None:
+        """An fd on the lineage's ``cgroup.freeze`` (cgroup v2), or None without a freezer."""
+        if not self.freezer:
+            return None
+        root = self.cgroup_roots["unified"]
+        for path in cg:
+            if path.startswith(root + "/"):
+                with contextlib.suppress(OSError):
+                    return os.open(os.path.join(path, "cgroup.freeze"), os.O_WRONLY | os.O_CLOEXEC)
+        return None
+
+    def _set_frozen(self, uid: int, frozen: bool) -> None:
+        """Freeze or thaw every process of a lineage (cgroup v2 freezer).
+
+        A frozen process gets no CPU, whatever signal it receives (SIGCONT from a fork of
+        the same uid included); a fatal signal still kills it. The lineage is frozen whenever
+        none of its operations runs, so no agent code runs between cells."""
+        lineage = self.lineages.get(uid)
+        fd = lineage.get("freeze_fd") if lineage is not None else None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.pwrite(fd, b"1" if frozen else b"0", 0)
 
     def _add_session(self, s: dict) -> None:
         self.sessions[s["sid"]] = s
@@ -995,6 +1754,7 @@ class Worker:
         session is stopped again; after it, the lineage's next queued operation starts.
         """
         uid = s["uid"]
+        self._set_frozen(uid, False)
         self._signal(s, signal.SIGCONT)
 
         def done(got: dict) -> None:
@@ -1005,17 +1765,19 @@ class Worker:
             if status is None and reply is None:
                 status = "dead"
             got["status"] = status
-            oom = False
+            oom = None
             if status is not None:  # timeout, output flood or the session died: it is gone
                 lineage = self.lineages.get(uid)
-                oom = status == "dead" and lineage is not None and _oom_killed(lineage["cg"])
+                if status == "dead" and lineage is not None:
+                    oom = _oom_cause(lineage["cg"])
                 self._drop_session(s)
             got["oom"] = oom
             if prepare is not None:
                 prepare(got)
             got["note"] = self._sweep(uid)
             if s.get("pidfd") is not None and s is self.sessions.get(s["sid"]):
-                self._signal(s, signal.SIGSTOP)  # no agent code runs between cells
+                self._signal(s, signal.SIGSTOP)  # other members stay stopped during its cells
+            self._set_frozen(uid, True)  # no agent code runs between cells
             try:
                 on_done(got)
             finally:
@@ -1040,37 +1802,23 @@ class Worker:
         """After every session call: kill what the lineage left running besides its sessions.
 
         A cell's child processes die with the cell; a session process that still has threads
-        running is stopped (its CPU would escape the cell's limit). Returns a note for the
-        observation, or "".
+        running is stopped (its CPU would escape the cell's limit). What counts is what is
+        alive: the processes in the lineage's cgroup against its live members. Returns a note
+        for the observation, or "".
         """
-        lineage = self.lineages.get(uid)
+        lineage = self._settle_members(uid)  # e.g. a fork its sibling's cell killed
         if lineage is None:
             return ""
-        members = dict(lineage["members"])  # a copy: dropping a session below must not change it
+        # the live members, a copy: dropping a session below must not change it
+        members = dict(lineage["members"])
+        if self._task_count(lineage) == len(members):  # one task each: nothing else runs
+            return ""
         cg = lineage["cg"]
-        notes = []
-        counter = lineage.get("pids_fd")
-        if counter is not None:  # one pread: how many tasks (processes + threads) it has
-            try:
-                if int(os.pread(counter, 32, 0) or 0) <= len(members):
-                    return ""
-            except (OSError, ValueError):
-                pass
         if cg:
-            tasks = self._cgroup_procs(cg, "tasks")
-            if tasks <= set(members):
-                return ""
             procs = self._cgroup_procs(cg)
         else:
             procs = set(_procs_of(uid)) if self.set_uid else set(members)
-            tasks = set(procs)
-            for pid in members:
-                try:  # noqa: SIM105
-                    tasks.update(int(t) for t in os.listdir(f"/proc/{pid}/task"))
-                except OSError:
-                    pass
-            if tasks <= set(members):
-                return ""
+        notes = []
         threaded = {pid for pid in members if pid in procs and _threads(pid) > 1}
         for pid in threaded:
             self._drop_session(members[pid])
@@ -1079,15 +1827,27 @@ class Worker:
         extra = procs - set(members)
         if extra:
             keep = {p for p in members if p not in threaded}
-            if cg:
-                n = self._kill_cgroup(cg, keep)
-            else:
-                for pid in extra:
-                    _kill(pid)
-                n = len(extra)
+            n = self._kill_extra(cg, keep, extra)
             notes.append(f"[{n} background process(es) still running when the cell ended "
                          "were killed]")  # fmt: skip
         return "\n".join(notes)
+
+    @staticmethod
+    def _task_count(lineage: dict) -> int:
+        """Tasks (processes + threads) in the lineage's pids cgroup (one pread); -1 unknown."""
+        counter = lineage.get("pids_fd")
+        try:
+            return int(os.pread(counter, 32, 0)) if counter is not None else -1
+        except (OSError, ValueError):
+            return -1
+
+    def _kill_extra(self, cg: list[str], keep: set[int], extra: set[int]) -> int:
+        """SIGKILL what a lineage runs besides ``keep``; how many processes that was."""
+        if cg:
+            return self._kill_cgroup(cg, keep)
+        for pid in extra:
+            _kill(pid)
+        return len(extra)
 
     def op_session_run(self, req: dict, reply) -> None:
         s = self._session(req)
@@ -1098,12 +1858,7 @@ class Worker:
         deadline = start + float(req.get("timeout", s["limits"].get("timeout", 10.0)))
 
         def done(out: dict) -> None:
-            note = out["note"]
-            if out["oom"]:
-                limits = s["limits"]
-                quota = (int(limits.get("memory", 0)) + int(limits.get("disk", 0))) >> 20
-                note = (f"[the session was killed: its memory plus files reached its quota of "
-                        f"{quota} MB; it will be rebuilt from the previous cells]")  # fmt: skip
+            note = _oom_note(out["oom"], s["limits"], "session") or out["note"]
             status = out["status"]
             if status is None:
                 status = "ok" if out["reply"].get("ok") is True else "error"
@@ -1132,7 +1887,10 @@ class Worker:
             status = out["status"] or "ok"
             reply({"status": status, "digest": digest if isinstance(digest, str) else None})
 
-        deadline = time.monotonic() + 5.0
+        # the caller's deadline (the session's cell timeout): a fixed few seconds cut healthy
+        # sessions on a loaded host, and a cut session is gone
+        wait = min(max(float(req.get("timeout") or 5.0), 1.0), 600.0)
+        deadline = time.monotonic() + wait
         self._lineage_op(s, lambda: self._session_call(s, {"op": "digest"}, deadline, done))
 
     def op_session_fork(self, req: dict, reply) -> None:
@@ -1179,7 +1937,9 @@ class Worker:
                 if pidfd is not None:
                     os.close(pidfd)
                 self._drop_session(s)
-                shutil.rmtree(workdir, ignore_errors=True)
+                lineage = self.lineages.get(s["uid"])
+                if lineage is not None:
+                    self._remove_later(workdir, lineage)
                 out["fork_sid"] = None
                 return
             self.counter += 1
@@ -1205,18 +1965,16 @@ class Worker:
         )
 
     def _is_fork_of(self, pid: int, parent: dict) -> bool:
-        if pid in self.session_pids or pid == os.getpid():
-            return False
-        try:
-            with open(f"/proc/{pid}/status") as fh:
-                fields = dict(line.split(":", 1) for line in fh if ":" in line)
-            ppid = int(fields["PPid"].split()[0])
-            uids = {int(x) for x in fields["Uid"].split()}
-        except (OSError, KeyError, ValueError):
-            return False
-        if ppid != parent["pid"]:
-            return False
-        return uids == {parent["uid"]} if self.set_uid else True
+        """Whether ``pid`` is a new copy of session ``parent``: not a session already, not
+        the worker, a child of the session's process, of the session's uid (all four)."""
+        fields = _proc_status(pid)  # (empty once the process is gone)
+        uids = set(fields.get("Uid", "").split())
+        return (
+            pid not in self.session_pids
+            and pid != os.getpid()
+            and fields.get("PPid", "").strip() == str(parent["pid"])
+            and uids == ({str(parent["uid"])} if self.set_uid else uids)
+        )
 
     def op_session_close(self, req: dict, reply) -> None:
         s = self._session(req)
@@ -1225,6 +1983,43 @@ class Worker:
         reply({"status": "ok"})
 
     def _drop_session(self, s: dict) -> None:
+        """End session ``s`` (kill its process, free its fds and files); when it was the last
+        live member of its lineage, end the lineage; otherwise kill whatever the lineage runs
+        besides its live members (unless an operation of another member is running)."""
+        if self.sessions.get(s["sid"]) is not s:
+            return
+        uid = s["uid"]
+        self._forget(s)
+        lineage = self._settle_members(uid)
+        if lineage is not None and not lineage["busy"]:
+            self._sweep(uid)
+        self._wait_children()
+
+    def _settle_members(self, uid: int) -> dict | None:
+        """Forget the lineage's members whose process is gone; end the lineage when no live
+        member is left. Returns the lineage if it lives on."""
+        lineage = self.lineages.get(uid)
+        if lineage is None:
+            return None
+        for gone in self._dead_members(lineage):
+            self._forget(gone)
+        if not lineage["members"]:
+            self._end_lineage(uid)
+            return None
+        return lineage
+
+    def _dead_members(self, lineage: dict) -> list[dict]:
+        """Members whose process has exited (killed by a sibling, say): they hold nothing."""
+        members = list(lineage["members"].values())
+        poll = select.poll()
+        for m in members:
+            if m.get("pidfd") is not None:
+                poll.register(m["pidfd"], select.POLLIN)
+        exited = {fd for fd, _ in poll.poll(_NOW)}
+        return [m for m in members if m.get("pidfd") is None or m["pidfd"] in exited]
+
+    def _forget(self, s: dict) -> None:
+        """Kill session ``s``'s process and drop it from the books (not its lineage)."""
         sid = s["sid"]
         if self.sessions.get(sid) is not s:
             return
@@ -1249,16 +2044,22 @@ class Worker:
             except OSError:
                 pass
         s["ctl"].close()
-        shutil.rmtree(s["workdir"], ignore_errors=True)
-        if not self.lineages[uid]["members"]:
-            lineage = self.lineages.pop(uid, None)
-            if lineage is not None:
-                if lineage.get("pids_fd") is not None:
-                    os.close(lineage["pids_fd"])
-                for queued in lineage["queue"]:  # operations that waited for a lost lineage
-                    queued()
-                self._release_uid(uid, lineage["cg"], [lineage["dir"]])
-        self._wait_children()
+        lineage = self.lineages.get(uid)  # (an operation that ended above may have ended it)
+        if lineage is not None and lineage["members"]:  # else: goes with the lineage dir
+            self._remove_later(s["workdir"], lineage)
+
+    def _end_lineage(self, uid: int) -> None:
+        """The lineage has no live member left: kill everything in it and release its uid."""
+        lineage = self.lineages.pop(uid, None)
+        if lineage is None:
+            return
+        for key in ("pids_fd", "freeze_fd"):
+            if lineage.get(key) is not None:
+                os.close(lineage[key])
+        for queued in lineage["queue"]:  # operations that waited for a lost lineage
+            queued()
+        again = [t for t in lineage.get("trashed", ()) if os.path.lexists(t)]
+        self._release_uid(uid, lineage["cg"], [lineage["dir"]], again)
 
     # ---- misc ---------------------------------------------------------------------------
 
@@ -1275,13 +2076,22 @@ class Worker:
         if not waiters:
             return
         self._wait_children()
+        spare_dirs = {os.path.basename(sp["workdir"]) for sp in self.spares}
         info = {"status": "ok", "pid": os.getpid(), "rss": _rss_bytes(),
                 "sessions": len(self.sessions), "layers": self.cfg["layers"],
-                "lineages": len(self.lineages), "busy_uids": len(self.busy_uids),
+                "lineages": len(self.lineages),
+                "busy_uids": len(self.busy_uids) - len(self.spares), "spares": len(self.spares),
                 "waiting": len(self.waiting), "reaping": len(self.reaping),
-                "workdirs": len(os.listdir(self.work_root)),
+                "workdirs": len([d for d in os.listdir(self.work_root)
+                                 if d != ".trash" and d not in spare_dirs]),
+                "trash": len(os.listdir(self.trash)),
+                "removing": sum(self.remover.pending.values()),
+                "remover_pid": self.remover.pid, "guard_pid": self.guard_pid,
+                "guard": self.guard_pid in self.children, "hidepid": self.hidepid,
+                "zygote_pid": self.zygote.pid if self.zygote is not None else -1,
                 "cgroups": sum(len([d for d in os.listdir(r) if os.path.isdir(os.path.join(r, d))])
-                               for r in self.cgroup_roots.values()),
+                               for r in self.cgroup_roots.values())
+                           - sum(len(sp["cg"]) for sp in self.spares),
                 "children": len([p for p in os.listdir("/proc") if p.isdigit()]),
                 "landlock_abi": self.landlock}  # fmt: skip
         for reply in waiters:
@@ -1372,6 +2182,13 @@ def _session_main(ctl_fd: int) -> int:
     """
     ctl = socket.socket(fileno=ctl_fd)
     g: dict = {"__name__": "__main__", "__builtins__": __builtins__}
+    # Signals are blocked whenever no cell runs, and what arrived meanwhile (a timer that
+    # fell due, SIGCONT, SIGCHLD of a killed child) is dropped before the next cell: no
+    # handler of the agent runs outside a cell. (The freezer is what keeps the process off
+    # the CPU between calls; this keeps a pending signal from running code at wake-up.)
+    # The functions are bound here, before any cell could replace them.
+    quiet = _SignalGate()
+    quiet.close()
     while True:
         try:
             msg = read_frame(ctl.fileno())
@@ -1380,6 +2197,7 @@ def _session_main(ctl_fd: int) -> int:
         op = msg.get("op")
         if op == "run":
             ok = True
+            quiet.open()
             try:
                 _run_cell(msg["code"], g)
             except SystemExit:
@@ -1393,6 +2211,7 @@ def _session_main(ctl_fd: int) -> int:
                 sys.stderr.flush()
             except BaseException:
                 pass
+            quiet.close()
             answer: dict = {"ok": ok}
         elif op == "digest":
             answer = {"ok": True, "digest": _digest(g)}
@@ -1408,6 +2227,42 @@ def _session_main(ctl_fd: int) -> int:
             _reply(ctl, msg, answer)
         except OSError:
             return 0
+
+
+_DRAIN_MAX = 4096
+"""Pending signals dropped at most before a cell (a timer re-arming faster than this loop
+would otherwise keep the cell from ever starting)."""
+
+
+class _SignalGate:
+    """Blocks every signal between cells and drops what arrived meanwhile before the next.
+
+    The masks go through libc directly: ``signal.pthread_sigmask`` turns the old mask into a
+    set of enum members, ~60 us a call, which would be most of a cell's cost."""
+
+    def __init__(self) -> None:
+        self.sigmask = _libc.pthread_sigmask
+        self.every = ctypes.create_string_buffer(b"\xff" * 128, 128)  # (not KILL, STOP: kernel)
+        self.agents = ctypes.create_string_buffer(128)
+        """The mask the agent's code had when its last cell ended (empty at first)."""
+        self.pending = signal.sigpending
+        self.take = signal.sigtimedwait
+
+    def close(self) -> None:
+        """A cell ended: block everything, keeping the agent's mask for its next cell."""
+        self.sigmask(signal.SIG_BLOCK, self.every, self.agents)
+
+    def open(self) -> None:
+        """A cell starts: drop what is pending, give the agent its mask back."""
+        self.drop_pending()
+        self.sigmask(signal.SIG_SETMASK, self.agents, None)
+
+    def drop_pending(self) -> None:
+        for _ in range(_DRAIN_MAX):  # queued real-time signals come one at a time
+            waiting = self.pending()
+            if not waiting:
+                return
+            self.take(waiting, 0)
 
 
 def _reply(ctl: socket.socket, msg: dict, obj: dict) -> None:
@@ -1443,8 +2298,9 @@ def _session_fork(ctl: socket.socket, workdir: str) -> socket.socket:
         os.close(err_w)
         return ours
     os.close(sync_w)
-    while os.read(sync_r, 1):
-        pass
+    done = select.poll()  # the copy closes its end once its work dir is copied: EOF
+    done.register(sync_r)
+    done.poll()
     os.close(sync_r)
     payload = json.dumps({"pid": pid}).encode()
     socket.send_fds(ctl, [_HDR.pack(len(payload)) + payload], [theirs.fileno(), out_r, err_r])
@@ -1487,13 +2343,14 @@ def _check_text(code: str) -> None:
 
 
 def _digest(g: dict) -> str:
-    import hashlib
-
     h = hashlib.blake2b(digest_size=16)
     for name in sorted(k for k in g if isinstance(k, str) and not k.startswith("__")):
         v = g[name]
         if isinstance(v, (int, float, str, bool, type(None), complex)):
-            desc = repr(v)[:256]
+            try:
+                desc = repr(v)[:256]
+            except ValueError:  # an int past the digit limit of int-to-str conversion
+                desc = f"{type(v).__name__}:{v.bit_length() if isinstance(v, int) else 0}"
         elif isinstance(v, (list, tuple, dict, set)) and len(v) < 64:
             try:
                 desc = repr(v)[:256] if " at 0x" not in repr(v) else type(v).__name__
@@ -1526,6 +2383,15 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
+def _alive(pidfd: int | None) -> bool:
+    """Whether the process of ``pidfd`` still runs (a pidfd turns readable when it exits)."""
+    if pidfd is None:
+        return False
+    poll = select.poll()
+    poll.register(pidfd, select.POLLIN)
+    return not poll.poll(_NOW)
+
+
 def _open_counter(cg: list[str]) -> int | None:
     """An fd on the pids cgroup's ``pids.current`` (read with pread), or None."""
     for path in cg:
@@ -1536,17 +2402,49 @@ def _open_counter(cg: list[str]) -> int | None:
     return None
 
 
-def _oom_killed(cg: list[str]) -> bool:
-    """Whether the OOM killer ran in the memory cgroup among ``cg`` (v1 ``oom_kill`` count)."""
+SPARES = 2
+"""Run processes a worker keeps forked and in their cgroups, for the next one-shot runs."""
+_SPARE_JOB_MAX = 60 << 10
+"""A run handed to a spare must fit its (empty, 64 KiB) pipe: the write never blocks."""
+_NEAR = 1 << 20
+"""How close to its limit a cgroup's peak must be to say it ran out of its own quota."""
+_SLACK = 64 << 20
+"""What a session's or run's memory cgroup allows on top of ``memory + disk`` (the warm
+interpreter's own pages, page tables, kernel memory)."""
+_NOW = 0
+"""A poll timeout that does not wait."""
+
+
+def _oom_cause(cg: list[str]) -> str | None:
+    """Whether the OOM killer ran in the memory cgroup among ``cg`` and why: "own" (the
+    cgroup reached its own limit), "worker" (the worker as a whole ran out: neighbours'
+    memory, not this one's quota) or None (no OOM kill here)."""
     for path in cg:
         try:
             with open(os.path.join(path, "memory.oom_control")) as fh:
-                for line in fh:
-                    if line.startswith("oom_kill "):
-                        return int(line.split()[1]) > 0
+                kills = [int(line.split()[1]) for line in fh if line.startswith("oom_kill ")]
+            if not kills or kills[0] == 0:
+                return None
+            # its peak reached its own limit (within a page or two): its own quota ran out
+            peak = int(_read(os.path.join(path, "memory.max_usage_in_bytes")))
+            limit = int(_read(os.path.join(path, "memory.limit_in_bytes")))
+            return "own" if peak + _NEAR >= limit else "worker"
         except (OSError, ValueError):
             continue
-    return False
+    return None
+
+
+def _oom_note(cause: str | None, limits: dict, what: str) -> str:
+    """The observation line for an OOM kill, blaming what really ran out."""
+    if cause is None:
+        return ""
+    again = "; it will be rebuilt from the previous cells" if what == "session" else ""
+    if cause == "own":
+        quota = (int(limits.get("memory", 0)) + int(limits.get("disk", 0))) >> 20
+        return (f"[the {what} was killed: its memory plus files reached its quota of "
+                f"{quota} MB{again}]")  # fmt: skip
+    return (f"[the {what} was killed: the sandbox worker ran out of memory (other runs and "
+            f"sessions hold it, not this {what}'s quota){again}]")  # fmt: skip
 
 
 def _threads(pid: int) -> int:
@@ -1580,14 +2478,14 @@ def _copy_tree(src: str, dst: str) -> None:
         for entry in it:
             target = os.path.join(dst, entry.name)
             try:
-                if entry.is_symlink():
+                if entry.is_symlink():  # first: below, nothing is a symlink
                     os.symlink(os.readlink(entry.path), target)
-                elif entry.is_dir(follow_symlinks=False):
+                elif entry.is_dir():
                     os.mkdir(target, 0o700)
                     _copy_tree(entry.path, target)
-                elif entry.is_file(follow_symlinks=False):
-                    shutil.copyfile(entry.path, target, follow_symlinks=False)
-                    shutil.copymode(entry.path, target, follow_symlinks=False)
+                elif entry.is_file():
+                    shutil.copyfile(entry.path, target)
+                    shutil.copymode(entry.path, target)
             except OSError as exc:
                 sys.stderr.write(f"[fork: {entry.name} not copied: {exc}]\n")
 
@@ -1662,6 +2560,8 @@ def main() -> None:
     for key, value in {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
                        "MKL_NUM_THREADS": "1"}.items():  # fmt: skip
         os.environ[key] = value
+    # before anything else: the only step that needs CAP_SYS_ADMIN (dropped below)
+    hidepid = bool(cfg["layers"].get("jailed")) and hide_other_processes()
     for path in cfg.get("site", []):
         if path not in sys.path:
             sys.path.append(path)
@@ -1676,13 +2576,54 @@ def main() -> None:
         sym = sys.modules["sympy"]
         sym.simplify(sym.Symbol("x") ** 2 - sym.Symbol("x") ** 2 + sym.Rational(1, 3))
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    listener = None
     if cfg["layers"].get("seccomp"):
-        install_seccomp(cfg.get("libseccomp"))
+        numbers = syscall_numbers(cfg.get("libseccomp"))
+        listener = install_seccomp(cfg.get("libseccomp"), guard=True)
     worker = Worker(cfg)
+    worker.hidepid = hidepid
+    if listener is not None:
+        worker.guard_pid = _start_guard(listener, worker.work_root, numbers)
+        worker.children.add(worker.guard_pid)
+        os.close(listener)  # the guard holds the only copy: if it dies, guarded calls fail
+    with contextlib.suppress(OSError):
+        drop_capabilities(_CAP_SYS_ADMIN, _CAP_SYS_PTRACE)
     gc.collect()
     gc.freeze()
-    write_frame(wfd, {"status": "ready", "pid": os.getpid(), "landlock_abi": worker.landlock})
+    if cfg.get("zygote", True):  # forked warm, once everything above is in place
+        worker.zygote = Zygote(worker)
+        worker.zygote.start()
+    worker.at(time.monotonic(), worker._replenish)  # the first spare run processes
+    write_frame(wfd, {"status": "ready", "pid": os.getpid(), "landlock_abi": worker.landlock,
+                      "hidepid": hidepid, "guard": worker.guard_pid > 0})  # fmt: skip
     worker.serve(rfd, wfd)
+
+
+def _die_with_parent() -> None:
+    """A helper of the worker ends with it (the jail's init waits for every process)."""
+    parent = os.getppid()
+    _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the worker died before the line above
+        os._exit(0)
+
+
+def _start_guard(listener: int, work_root: str, numbers: dict[int, str]) -> int:
+    """Fork the syscall guard (see :func:`guard_main`); its pid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for fd in _open_fds():
+                if fd not in (listener, 2):
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            _die_with_parent()
+            _libc.prctl(15, b"sbx-guard", 0, 0, 0)  # PR_SET_NAME
+            with contextlib.suppress(OSError):
+                drop_capabilities(_CAP_SYS_ADMIN)
+            guard_main(listener, work_root, numbers)
+        finally:
+            os._exit(0)
+    return pid
 
 
 if __name__ == "__main__":

@@ -1,4 +1,9 @@
-"""Per-worker cgroup v1 directories (memory, pids, cpu) and their clean removal."""
+"""Per-worker cgroup directories and their clean removal.
+
+Memory, pids and cpu are cgroup v1 controllers; ``unified`` is the cgroup v2 hierarchy of a
+hybrid layout, used for its core files only (``cgroup.freeze``, ``cgroup.kill``): it needs no
+controller, so it works next to the v1 ones.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,8 @@ from agentgym.simulators.sandbox.layers import CGROUP_ROOT
 
 #: All sandbox cgroups live below this directory of each controller.
 PARENT = "agentgym-sandbox"
-#: The cgroup v1 controllers the sandbox uses.
-CONTROLLERS = ("memory", "pids", "cpu")
+#: The hierarchies the sandbox uses (``unified``: cgroup v2, for freezing and killing).
+CONTROLLERS = ("memory", "pids", "cpu", "unified")
 #: The weight of one runnable process (nice 0) in the cpu controller.
 CPU_SHARE = 1024
 
@@ -32,25 +37,35 @@ def worker_dir(controller: str, name: str) -> str:
 
 
 class WorkerCgroup:
-    """A memory, pids and cpu cgroup for one worker and everything it forks.
+    """A memory, pids, cpu and v2 (freezer) cgroup for one worker and everything it forks.
 
-    The worker makes a sub-cgroup of each per session lineage (memory and disk quota,
-    process limit, an equal CPU weight).
+    The worker makes a sub-cgroup of each per session lineage and per one-shot run (memory
+    and disk quota, process limit, an equal CPU weight; for a lineage, a freezer).
     """
 
-    def __init__(self, name: str, *, memory: int | None, pids: int | None, cpu: bool = False):
+    def __init__(
+        self,
+        name: str,
+        *,
+        memory: int | None,
+        pids: int | None,
+        cpu: bool = False,
+        freezer: bool = False,
+    ):
         self.paths: list[str] = []
         for controller, limit_file, limit in (
             ("memory", "memory.limit_in_bytes", memory),
             ("pids", "pids.max", pids),
             ("cpu", "cpu.shares", CPU_SHARE if cpu else None),
+            ("unified", "", 0 if freezer else None),
         ):
             if limit is None:
                 continue
             path = worker_dir(controller, name)
             os.makedirs(path, exist_ok=True)
-            with open(os.path.join(path, limit_file), "w") as fh:
-                fh.write(str(int(limit)))
+            if limit_file:
+                with open(os.path.join(path, limit_file), "w") as fh:
+                    fh.write(str(int(limit)))
             if controller == "memory":
                 swap = os.path.join(path, "memory.memsw.limit_in_bytes")
                 if os.path.exists(swap):
@@ -96,8 +111,17 @@ class WorkerCgroup:
         return sorted(c for path in self.paths for c in self.children(path))
 
     def destroy(self, timeout: float = 5.0) -> None:
-        """SIGKILL whatever is left inside and remove the directories."""
+        """SIGKILL whatever is left inside (frozen processes too) and remove the directories."""
         deadline = time.monotonic() + timeout
+        for path in self.paths:
+            for d in [*self.children(path), path]:
+                kill = os.path.join(d, "cgroup.kill")  # v2: kills frozen processes as well
+                if os.path.exists(kill):
+                    try:
+                        with open(kill, "w") as fh:
+                            fh.write("1")
+                    except OSError:
+                        pass
         while self.pids() and time.monotonic() < deadline:
             for pid in self.pids():
                 try:  # noqa: SIM105

@@ -29,6 +29,8 @@ LAYER_DOCS: dict[str, str] = {
     "cgroup_memory": "cgroup v1 memory limit per worker (memory bombs)",
     "cgroup_pids": "cgroup v1 pids limit per worker (fork and thread bombs)",
     "cgroup_cpu": "cgroup v1 cpu weight per session (a spinning cell gets only its fair share)",
+    "cgroup_freezer": "cgroup v2 freezer per session (no agent code runs between cells, whatever "
+    "signals it sends) and cgroup.kill (nothing of a closed session survives)",
     "seccomp": "seccomp deny-list: no sockets but socketpair, no ptrace/mount/unshare/bpf/...",
     "landlock": "Landlock: writes only in the run's work dir, no signals outside the run",
     "rlimits": "rlimits: address space, CPU time, file size, open files, processes, no core",
@@ -75,6 +77,26 @@ def landlock_abi() -> int:
         return -1
 
 
+def _freezer_works() -> tuple[bool, str]:
+    """The cgroup v2 core (``cgroup.freeze``, ``cgroup.kill``), mounted at ``unified`` in a
+    hybrid layout; it needs no controller, so it works next to the v1 hierarchies."""
+    base = os.path.join(CGROUP_ROOT, "unified")
+    if not os.path.isfile(os.path.join(base, "cgroup.procs")):
+        return False, f"no cgroup v2 hierarchy at {base}"
+    probe = os.path.join(base, f"agentgym-probe-{os.getpid()}")
+    try:
+        os.mkdir(probe)
+        try:
+            found = {"cgroup.freeze", "cgroup.kill"} <= set(os.listdir(probe))
+        finally:
+            os.rmdir(probe)
+    except OSError as exc:
+        return False, f"cannot create a cgroup under {base}: {exc.strerror}"
+    if not found:
+        return False, f"{base} has no cgroup.freeze or cgroup.kill (Linux 5.14 or newer)"
+    return True, f"{base} (cgroup.freeze, cgroup.kill)"
+
+
 def _cgroup_works(controller: str) -> tuple[bool, str]:
     base = os.path.join(CGROUP_ROOT, controller)
     if not os.path.isfile(os.path.join(base, "cgroup.procs")):
@@ -114,6 +136,8 @@ def detect_layers() -> dict[str, Layer]:
         else:
             ok, detail = False, "not root: cannot create cgroups"
         layers[f"cgroup_{ctl}"] = Layer(f"cgroup_{ctl}", ok, detail)
+    ok, detail = _freezer_works() if root else (False, "not root: cannot create cgroups")
+    layers["cgroup_freezer"] = Layer("cgroup_freezer", ok, detail)
     lib = ctypes.util.find_library("seccomp")
     try:
         import pyseccomp  # noqa: F401

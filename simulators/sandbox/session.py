@@ -17,12 +17,13 @@ import weakref
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
+from agentgym.simulators.sandbox.results import ExecResult
 from agentgym.simulators.sandbox.worker import JailedWorker, Limits, WorkerCrashedError
 
 from agentgym.error import AgentGymError
 
 if TYPE_CHECKING:
-    from agentgym.simulators.sandbox.pool import ExecResult, SandboxPool
+    from agentgym.simulators.sandbox.pool import SandboxPool
 
 
 def _close_remote(worker: JailedWorker, sid: str, generation: int) -> None:
@@ -137,8 +138,6 @@ class Session:
 
     def run(self, code: str, *, timeout: float | None = None) -> ExecResult:
         """Run one cell; a final bare expression's repr is printed, like a notebook."""
-        from agentgym.simulators.sandbox.pool import ExecResult
-
         t = float(timeout if timeout is not None else self.limits["timeout"])
         start = time.monotonic()
         try:
@@ -163,7 +162,8 @@ class Session:
         """A digest of the session's variables (names, types, small values)."""
         try:
             self._ensure()
-            reply = self.worker.call({"op": "session_digest", "sid": self._sid}, 5.0)
+            t = float(self.limits["timeout"])
+            reply = self.worker.call({"op": "session_digest", "sid": self._sid, "timeout": t}, t)
         except WorkerCrashedError:
             self._attach(None)
             return ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import time
@@ -22,7 +23,10 @@ def pool() -> Iterator[SandboxPool]:
 
 
 def _uids_in_use(pool: SandboxPool) -> list[tuple[int, int]]:
-    """Host processes running under any uid of the pool's slots (executions left over)."""
+    """Host processes running under any uid of the pool's slots (executions left over).
+
+    Zombies are not counted: a killed session's children are reparented to the jail's init,
+    which reaps them when the kernel gets to run it; a zombie holds nothing but its pid."""
     ranges = [(w.uid_base, w.uid_base + w.n_uids) for w in pool.workers]
     found = []
     for name in os.listdir("/proc"):
@@ -30,9 +34,11 @@ def _uids_in_use(pool: SandboxPool) -> list[tuple[int, int]]:
             continue
         try:
             uid = os.stat(f"/proc/{name}").st_uid
-        except OSError:
+            with open(f"/proc/{name}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
             continue
-        if any(lo <= uid < hi for lo, hi in ranges):
+        if state not in ("Z", "X") and any(lo <= uid < hi for lo, hi in ranges):
             found.append((int(name), uid))
     return found
 
@@ -70,6 +76,13 @@ def host_state(pool: SandboxPool) -> dict[str, object]:
 @pytest.fixture()
 def no_leaks(pool: SandboxPool) -> Iterator[None]:
     """Assert a case left nothing behind and that every worker still serves."""
+    with leak_free(pool):
+        yield
+
+
+@contextlib.contextmanager
+def leak_free(pool: SandboxPool) -> Iterator[None]:
+    """The check of ``no_leaks`` for any pool (modules with a pool of their own use it)."""
     for w in pool.workers:  # make sure all workers are up before the baseline
         w.call({"op": "ping"}, 10.0)
     gc.collect()  # close what earlier tests left for the collector before the baseline
@@ -78,14 +91,19 @@ def no_leaks(pool: SandboxPool) -> Iterator[None]:
     for w in pool.workers:
         info = w.call({"op": "ping"}, 10.0)
         deadline = time.monotonic() + 60.0  # killed processes of a closed session may take
-        while info.get("reaping") and time.monotonic() < deadline:  # a while to be scheduled
-            info = w.call({"op": "ping"}, 10.0)
+        while (info.get("reaping") or info.get("removing")) and time.monotonic() < deadline:
+            time.sleep(0.02)  # (a ping waits itself while a uid is being released)
+            info = w.call({"op": "ping"}, 10.0)  # a while to be scheduled, files to go
         assert info["status"] == "ok"
         assert not info.get("reaping"), "a closed session's processes never went away"
         assert info["workdirs"] == info["lineages"], "a run's work dir was left behind"
+        assert info["trash"] == 0 and info["removing"] == 0, "a removed dir was left behind"
         assert info["cgroups"] == info["lineages"] * len(w.cgroup.paths if w.cgroup else [])
         r = w.call({"op": "exec", "code": "print('alive')", "timeout": 10.0}, 10.0)
-        assert r["status"] == "ok" and r["stdout"] == "alive\n"
+        assert r["status"] == "ok" and r["stdout"] == "alive\n", r
+    deadline = time.monotonic() + 30.0  # (a SIGKILLed process ends when it next runs)
+    while _uids_in_use(pool) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert _uids_in_use(pool) == [], "processes of a sandbox uid survived the run"
     assert host_state(pool) == before
     deadline = time.monotonic() + 2.0  # a pipe may still be closing in another thread
@@ -96,3 +114,22 @@ def no_leaks(pool: SandboxPool) -> Iterator[None]:
             break
         time.sleep(0.05)
     assert opened == {}, f"the case left file descriptors open in the host process: {opened}"
+
+
+@pytest.fixture(scope="module")
+def one() -> Iterator[SandboxPool]:
+    """A pool of one worker for one test module: every session of its cases shares the
+    worker (attacker and victim, spy and secret), and it is closed with the module."""
+    try:
+        p = SandboxPool(workers=1)
+    except SandboxUnavailableError as exc:  # pragma: no cover - only off CI hosts
+        pytest.skip(f"the sandbox cannot isolate code here: {exc}")
+    yield p
+    p.close()
+
+
+@pytest.fixture()
+def one_leak_free(one: SandboxPool) -> Iterator[None]:
+    """The leak check of ``no_leaks``, on the module's own one-worker pool."""
+    with leak_free(one):
+        yield

@@ -7,6 +7,8 @@ limit plus a generous slack, so a deadline stretched by a second or more fails t
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from agentgym.simulators.sandbox import Limits, SandboxPool
 
@@ -82,3 +84,35 @@ def test_a_graded_result_over_the_16_mib_cap_is_dropped(pool: SandboxPool):
     r, results = pool.grade_raw("def f(n):\n    return 'x' * n\n", "f", [[n]], timeout=30.0)
     assert r.status == "ok", r.stderr
     assert results == [None]  # cut at the cap: no well-formed result line, so no result
+
+
+_TICKS = (
+    "import time\n"
+    "for i in range(1, 61):\n"
+    "    time.sleep(STEP)\n"
+    "    print(time.monotonic(), flush=True)\n"
+    "print('MARKER')\n"
+)
+
+
+def test_a_session_call_ends_at_its_own_deadline(pool: SandboxPool):
+    """A call with ``timeout=T`` in a session opened with a long default: its cell prints the
+    machine's monotonic clock (one clock for the jail and the test) every T/20 for up to 3T,
+    then a marker. It ends with status timeout, and the cell was still printing past 0.7T
+    after the call began (not cut early, e.g. at half the deadline) and never past 1.6T (not
+    doubled, not ignored: the marker after 3T never comes). The bounds are on times the cell
+    itself read, so a loaded machine that is late to start the cell or to read its output
+    cannot move them. A cell whose work ends at 0.6T in the same session is not cut."""
+    t = 4.0
+    with pool.session(timeout=60.0) as s:
+        assert s.run("x = 'kept'").ok
+        began = time.monotonic()
+        r = s.run(_TICKS.replace("STEP", str(t / 20)), timeout=t)
+        assert r.status == "timeout", r
+        assert "MARKER" not in r.stdout
+        printed = [float(x) - began for x in r.stdout.split()]
+        assert printed and printed == sorted(printed), r.stdout
+        assert printed[-1] >= 0.7 * t, f"the cell's last tick was {printed[-1]:.2f} s in"
+        assert printed[-1] < 1.6 * t, f"the cell still ran {printed[-1]:.2f} s in"
+        inside = s.run(f"import time\ntime.sleep({0.6 * t})\nprint(x)", timeout=t)
+        assert (inside.status, inside.stdout) == ("ok", "kept\n"), inside

@@ -32,6 +32,9 @@ def test_fork_is_an_independent_copy(pool: SandboxPool) -> None:
             f.run("data.append(99)")
             assert s.run("data").stdout == "[1, 2, 3, 4]\n"
             assert f.run("data").stdout == "[1, 2, 3, 99]\n"
+            r = f.run("data[9]")  # the copy's errors come back on its own stderr
+            assert r.status == "error" and "IndexError" in r.stderr, r
+            assert s.run("print('parent')").stderr == ""
             g = f.fork()
             try:
                 assert g.run("data").stdout == "[1, 2, 3, 99]\n"
@@ -82,6 +85,27 @@ def test_digest_tracks_values_not_history(pool: SandboxPool) -> None:
         assert a.digest() == b.digest()
         b.run("y = 0")
         assert a.digest() != b.digest()
+
+
+def test_a_slow_digest_within_the_session_timeout_keeps_the_session(pool: SandboxPool) -> None:
+    """The digest waits as long as a cell may (the session's timeout): a value whose repr
+    takes 6 s, past the few seconds a fixed digest deadline allowed, still gives a digest,
+    and the session and its variables live on (a cut digest kills the session)."""
+    slow = "import time\nclass Slow:\n    def __repr__(self):\n        time.sleep(6)\n        return 'slow'\n"
+    with pool.session(timeout=30.0) as s:
+        assert s.run(slow + "x = 41\nbox = [Slow()]").ok
+        assert s.digest() != ""
+        assert s.run("x + 1").stdout == "42\n"
+
+
+def test_an_int_past_the_digit_limit_has_a_digest(pool: SandboxPool) -> None:
+    """An int too long for ``repr`` (Python's int-to-str digit limit) does not break the
+    session's digest, and two such ints of different sizes digest differently."""
+    with pool.session() as a, pool.session() as b:
+        assert a.run("n = 10 ** 5000").ok and b.run("n = 10 ** 6000").ok
+        da, db = a.digest(), b.digest()
+        assert da and db and da != db
+        assert a.run("len(str(n % 1000))").stdout == "1\n"
 
 
 def test_closed_session_processes_are_gone(pool: SandboxPool) -> None:

@@ -1,0 +1,125 @@
+"""Sessions are forked by the zygote, a quiet copy of the warm worker (see ``Zygote`` in
+``simulators/sandbox/_jail.py``): what a session can learn of it, and that losing it loses
+nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from agentgym.simulators.sandbox import SandboxConfig, SandboxPool
+
+from tests.sandbox.conftest import leak_free
+
+_PARENT = (
+    "import os, json\n"
+    "p = os.getppid()\n"
+    "try:\n"
+    "    os.kill(p, 0)\n"
+    "    sig = 'sent'\n"
+    "except PermissionError:\n"
+    "    sig = 'refused'\n"
+    "except ProcessLookupError:\n"
+    "    sig = 'absent'\n"
+    "print(json.dumps({'ppid': p, 'signal': sig, 'proc': os.path.exists(f'/proc/{p}/status'),\n"
+    "                  'fds': sorted(int(f) for f in os.listdir('/proc/self/fd')),\n"
+    "                  'uid': os.getuid()}))"
+)
+
+
+def _host_pid(pool: SandboxPool, jail_pid: int) -> int:
+    """The host pid of the worker's process ``jail_pid`` (a pid inside the jail)."""
+    cg = pool.workers[0].cgroup
+    assert cg is not None
+    for pid in cg.pids():
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                ns = next(line.split()[1:] for line in fh if line.startswith("NSpid:"))
+        except (OSError, StopIteration):
+            continue
+        if ns and int(ns[-1]) == jail_pid:
+            return pid
+    raise AssertionError(f"no process {jail_pid} in the jail")
+
+
+def _parent_view(s) -> dict:
+    import json
+
+    r = s.run(_PARENT)
+    assert r.ok, r
+    return json.loads(r.stdout)
+
+
+def test_a_session_is_the_zygotes_child_and_can_neither_see_nor_signal_it(one) -> None:
+    """The session's parent is the zygote (not the worker), a root process: the session cannot
+    signal it or read its /proc entry, holds no fd of it (only stdin, stdout, stderr, its
+    control socket and the fd of its own listing) and runs under its own uid."""
+    w = one.workers[0]
+    with leak_free(one):
+        zygote = w.call({"op": "ping"}, 10.0)["zygote_pid"]
+        assert zygote > 0
+        with one.session() as s:
+            seen = _parent_view(s)
+        assert seen["ppid"] == zygote
+        assert seen["signal"] == "refused" and seen["proc"] is False
+        assert seen["fds"][:4] == [0, 1, 2, 3] and len(seen["fds"]) == 5, seen
+        assert seen["uid"] != 0
+
+
+def test_sessions_of_one_zygote_each_get_their_own_random_state(one) -> None:
+    """The zygote forks without Python's at-fork hooks; the session still reseeds ``random``
+    as those hooks would, so two sessions draw different numbers."""
+    with leak_free(one):
+        a, b = one.session(), one.session()
+        try:
+            draw = "import random\nprint(random.getrandbits(64))"
+            ra, rb = a.run(draw), b.run(draw)
+            assert ra.ok and rb.ok, (ra, rb)
+            assert ra.stdout != rb.stdout
+        finally:
+            a.close()
+            b.close()
+
+
+def test_a_killed_zygote_is_replaced_and_its_sessions_live_on(one) -> None:
+    """Killing the zygote loses nothing: sessions it forked keep their state, and new
+    sessions open (the next through the worker itself, then through a new zygote)."""
+    w = one.workers[0]
+    with leak_free(one):
+        old = one.session()
+        try:
+            assert old.run("x = 41").ok
+            first = w.call({"op": "ping"}, 10.0)["zygote_pid"]
+            os.kill(_host_pid(one, first), signal.SIGKILL)
+            later = [one.session() for _ in range(3)]
+            try:
+                for s in later:
+                    assert s.run("y = 1\nprint(y)").stdout == "1\n"
+                assert old.run("x + 1").stdout == "42\n"
+                deadline = time.monotonic() + 30.0
+                info = w.call({"op": "ping"}, 10.0)
+                while info["zygote_pid"] in (first, -1) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    info = w.call({"op": "ping"}, 10.0)
+                assert info["zygote_pid"] not in (first, -1)
+                with one.session() as s:
+                    assert _parent_view(s)["ppid"] == info["zygote_pid"]
+            finally:
+                for s in later:
+                    s.close()
+        finally:
+            old.close()
+
+
+def test_without_a_zygote_the_worker_forks_sessions_itself() -> None:
+    """``SandboxConfig(zygote=False)``: sessions are the worker's own children, confined the
+    same way (own uid, no signal to the parent)."""
+    with SandboxPool(workers=1, config=SandboxConfig(zygote=False)) as pool:
+        info = pool.workers[0].call({"op": "ping"}, 10.0)
+        assert info["zygote_pid"] == -1
+        with pool.session() as s:
+            seen = _parent_view(s)
+            assert seen["ppid"] == info["pid"]
+            assert seen["signal"] == "refused" and seen["uid"] != 0
+            assert s.run("x = 2\nprint(x * 21)").stdout == "42\n"
