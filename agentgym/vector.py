@@ -14,6 +14,9 @@ envs (a ``{index: action}`` mapping) and returns results for exactly those. Back
 
 An exception inside an env does not take the pool down: that env's result comes back
 truncated, with ``info["env_error"]`` set, and the env must be reset before its next step.
+A worker process that died (killed, out of memory) fails its own step the same way, and is
+replaced by a new one when its index is next reset; :meth:`EnvPool.restart` replaces the env
+at an index on demand (a stuck or broken one), on every backend.
 ``agentgym.distributed`` offers the same API on Ray actors.
 
 Examples:
@@ -34,6 +37,7 @@ import contextlib
 import multiprocessing as mp
 import os
 import signal
+import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -84,6 +88,11 @@ def _crashed(exc: BaseException) -> StepResult:
     )
 
 
+def _close_env_quietly(env: gym.Env) -> None:
+    with contextlib.suppress(Exception):
+        env.close()
+
+
 def _call(env: gym.Env, name: str, args: tuple, kwargs: dict) -> Any:
     target = env.unwrapped if not hasattr(env, name) else env
     return getattr(target, name)(*args, **kwargs)
@@ -109,6 +118,8 @@ def _worker(conn: Any, factory: EnvFactory, cpu: int | None = None) -> None:
                     conn.send(("ok", tuple(_safe_step(env, payload))))
                 elif cmd == "call":
                     conn.send(("ok", _call(env, *payload)))
+                elif cmd == "ping":  # the env is made and the worker listens
+                    conn.send(("ok", None))
                 elif cmd == "close":
                     env.close()
                     conn.send(("ok", None))
@@ -147,6 +158,34 @@ class _ProcessEnv:
         self.send(cmd, payload)
         return self.receive(cmd)
 
+    def wait_ready(self, timeout_s: float) -> None:
+        """Block until the worker has made its env and answers (at most ``timeout_s``);
+        a worker that does not is killed and RuntimeError raised."""
+        try:
+            self.send("ping", None)
+            if self._conn.poll(timeout_s):
+                self.receive("ping")
+                return
+        except (EOFError, OSError) as exc:
+            self.kill()
+            raise RuntimeError(f"a new env worker died while starting: {exc}") from exc
+        self.kill()
+        raise RuntimeError(f"a new env worker did not start within {timeout_s} s")
+
+    def died(self, wait_s: float = 1.0) -> bool:
+        """Whether the worker process is gone (waiting up to ``wait_s`` for it to exit:
+        its pipe closes just before it does)."""
+        self._proc.join(timeout=wait_s)
+        return not self._proc.is_alive()
+
+    def kill(self) -> None:
+        """Stop the worker at once (it may be stuck in a step) and free its pipe."""
+        with contextlib.suppress(Exception):
+            self._proc.kill()
+        self._proc.join(timeout=5)
+        with contextlib.suppress(OSError):
+            self._conn.close()
+
     def close(self) -> None:
         if self._proc.is_alive():
             with contextlib.suppress(EOFError, OSError, BrokenPipeError):
@@ -154,10 +193,13 @@ class _ProcessEnv:
         self._proc.join(timeout=5)
         if self._proc.is_alive():
             self._proc.kill()
+            self._proc.join(timeout=5)
+        with contextlib.suppress(OSError):
+            self._conn.close()
 
 
 def _pipelined(
-    remotes: Sequence[_ProcessEnv], cmd: str, payloads: Mapping[int, Any]
+    remotes: Mapping[int, _ProcessEnv], cmd: str, payloads: Mapping[int, Any]
 ) -> dict[int, Any]:
     """Send every request, then collect every reply: the worker processes run in parallel.
 
@@ -215,10 +257,14 @@ class EnvPool:
         self.backend = backend
         self.num_envs = len(env_fns)
         self._executor: ThreadPoolExecutor | None = None
+        self._factories = list(env_fns)
+        self._swap = threading.Lock()
+        self.restarts = 0
+        """Envs replaced so far (dead workers found at a reset, :meth:`restart` calls)."""
         if backend == "process":
-            ctx = mp.get_context("spawn")
-            cpus = worker_cpus(len(env_fns)) if pin_cpus else [None] * len(env_fns)
-            self._remote = [_ProcessEnv(fn, ctx, cpu) for fn, cpu in zip(env_fns, cpus)]
+            self._ctx = mp.get_context("spawn")
+            self._cpus = worker_cpus(len(env_fns)) if pin_cpus else [None] * len(env_fns)
+            self._remote = [self._spawn(i) for i in range(self.num_envs)]
             self.envs: list[gym.Env] = []
         else:
             self.envs = [fn() for fn in env_fns]
@@ -227,6 +273,51 @@ class EnvPool:
                     max_workers=max_workers or min(32, self.num_envs)
                 )
         self._closed = False
+
+    def _spawn(self, i: int) -> _ProcessEnv:
+        return _ProcessEnv(self._factories[i], self._ctx, self._cpus[i])
+
+    def _remotes(self, indices: Sequence[int]) -> dict[int, _ProcessEnv]:
+        """The workers of ``indices`` as they are now: a call talks to these to the end,
+        even if another thread replaces one meanwhile."""
+        with self._swap:
+            return {i: self._remote[i] for i in indices}
+
+    def _replace(self, i: int, old: Any = None) -> Any:
+        """Put a fresh env at ``i`` (a new worker process) and dispose of the old one;
+        with ``old`` given, only if ``i`` still holds it (no one replaced it first).
+        The new env or worker; None when this call replaced nothing."""
+        with self._swap:
+            current: Any = self._remote[i] if self.backend == "process" else self.envs[i]
+            if self._closed or (old is not None and current is not old):
+                return None  # closed meanwhile (no worker may outlive it), or replaced
+            new: Any = self._spawn(i) if self.backend == "process" else self._factories[i]()
+            if self.backend == "process":
+                self._remote[i] = new
+            else:
+                self.envs[i] = new
+            self.restarts += 1
+        if self.backend == "process":
+            current.kill()
+        else:  # its step may still be running in another thread
+            threading.Thread(target=_close_env_quietly, args=(current,), daemon=True).start()
+        return new
+
+    def restart(self, indices: Sequence[int], *, start_timeout_s: float = 300.0) -> None:
+        """Replace the envs at ``indices`` with fresh ones from their factories: a new
+        worker process each for ``backend="process"`` (the old one is killed: it may be
+        stuck in a step), a new env otherwise (the old one is closed in the background).
+        Returns once each new env is made (a worker that does not start within
+        ``start_timeout_s`` raises RuntimeError). Each must be reset before its first step."""
+        idx = list(indices)
+        self._check(idx)
+        if self._closed:
+            raise InvalidConfigError("restart on a closed EnvPool.")
+        made = [self._replace(i) for i in idx]
+        if self.backend == "process":
+            for remote in made:  # the workers this call made (None: closed meanwhile)
+                if remote is not None:
+                    remote.wait_ready(start_timeout_s)
 
     def _map(self, fn: Callable[[int], Any], indices: Sequence[int]) -> list[Any]:
         if self._executor is not None and len(indices) > 1:
@@ -259,12 +350,30 @@ class EnvPool:
         }
 
         if self.backend == "process":
-            return _values(_pipelined(self._remote, "reset", payloads))
+            return _values(self._reset_workers(payloads))
 
         def one(i: int) -> Any:
             return self.envs[i].reset(**payloads[i])
 
         return self._map(one, idx)
+
+    def _reset_workers(self, payloads: Mapping[int, Any]) -> dict[int, Any]:
+        """Reset on the worker processes; a worker found dead (its pipe broken) is
+        replaced and the reset tried once more on the new one. A worker that someone else
+        replaced meanwhile (:meth:`restart`, which killed it) is left to them: its reset
+        fails, and the new worker gets no request from this call (its owner may be
+        talking to it: two callers on one pipe would read each other's replies)."""
+        remotes = self._remotes(list(payloads))
+        results = _pipelined(remotes, "reset", payloads)
+        dead = [
+            i
+            for i, r in results.items()
+            if isinstance(r, (EOFError, OSError)) and remotes[i].died()
+        ]
+        fresh = {i: new for i in dead if (new := self._replace(i, remotes[i])) is not None}
+        if fresh:
+            results.update(_pipelined(fresh, "reset", {i: payloads[i] for i in fresh}))
+        return results
 
     def step(self, actions: Mapping[int, str]) -> dict[int, StepResult]:
         """Step only the envs named in ``actions``; returns their results by index."""
@@ -272,7 +381,7 @@ class EnvPool:
         self._check(idx)
 
         if self.backend == "process":
-            replies = _pipelined(self._remote, "step", {i: actions[i] for i in idx})
+            replies = _pipelined(self._remotes(idx), "step", {i: actions[i] for i in idx})
             return {
                 i: _crashed(r) if isinstance(r, BaseException) else StepResult(*r)
                 for i, r in replies.items()
@@ -292,7 +401,7 @@ class EnvPool:
 
         if self.backend == "process":
             return _values(
-                _pipelined(self._remote, "call", dict.fromkeys(idx, (name, args, kwargs)))
+                _pipelined(self._remotes(idx), "call", dict.fromkeys(idx, (name, args, kwargs)))
             )
 
         def one(i: int) -> Any:
@@ -302,11 +411,12 @@ class EnvPool:
 
     def close(self) -> None:
         """Close every env and worker. Safe to call twice."""
-        if self._closed:
-            return
-        self._closed = True
+        with self._swap:
+            if self._closed:
+                return
+            self._closed = True
         if self.backend == "process":
-            for remote in self._remote:
+            for remote in self._remotes(range(self.num_envs)).values():
                 remote.close()
         else:
             for env in self.envs:

@@ -38,6 +38,7 @@ share of the released episodes' tokens generated in an earlier call (carried ove
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import threading
 import time
@@ -272,15 +273,43 @@ def run(
     return "\n".join(lines) + "\n"
 
 
+def soak(episodes: int = 10_000, sources: Sequence[str] = ("local", "pool", "serve")) -> str:
+    """The fault-injection soak (``tests/rollout/soak.py``) at full scale, one run per env
+    source: episodes handed back, failures by cause, wall and CPU time, machine load, and
+    every broken invariant (there must be none)."""
+    from tests.rollout import soak as harness
+
+    lines = [
+        "## Rollout engine under faults (soak)",
+        "",
+        (harness.__doc__ or "").split("\n\n", 2)[1].strip(),
+        "",
+    ]
+    for source in sources:
+        spec = dataclasses.replace(harness.spec_for(source, episodes), progress_s=60.0)
+        report = harness.run_soak(spec)
+        lines.append(f"* {report.summary()}")
+        lines += [f"  * problem: {p}" for p in report.problems()[:20]]
+        print(lines[-1], flush=True)
+    return "\n".join(lines) + "\n"
+
+
 if __name__ == "__main__":
     import argparse
 
     p = argparse.ArgumentParser(
-        description="a smoke run of one section (the full run: python -m benchmarks rollout)"
+        description="a smoke run of one section (the full run: python -m benchmarks rollout); "
+        "--soak runs the fault-injection soak instead"
     )
     p.add_argument("--envs", nargs="*", default=list(ENVS))
     p.add_argument("--sizes", nargs="*", type=int, default=[64])
     p.add_argument("--calls", type=int, default=1)
     p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--soak", action="store_true", help="run the fault-injection soak")
+    p.add_argument("--episodes", type=int, default=10_000, help="episodes per soak run")
+    p.add_argument("--sources", nargs="*", default=["local", "pool", "serve"])
     a = p.parse_args()
-    print(run(envs=a.envs, sizes=a.sizes, calls=a.calls, rounds=a.rounds))
+    if a.soak:
+        print(soak(a.episodes, a.sources))
+    else:
+        print(run(envs=a.envs, sizes=a.sizes, calls=a.calls, rounds=a.rounds))

@@ -7,6 +7,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 
 import gymnasium as gym
 import pytest
@@ -15,6 +17,7 @@ import agentgym  # noqa: F401
 from agentgym.error import InvalidConfigError
 from agentgym.vector import EnvPool, worker_cpus
 from tests.fake_envs import CpuReportingEnv, RaisingEnv
+from tests.rollout.faulty import make_stuck_first
 
 make_tiny = functools.partial(gym.make, "agentgym/Sokoban-Tiny-v0")
 
@@ -159,3 +162,77 @@ def test_ctrl_c_on_a_process_pool_lets_the_parent_close_its_workers_quietly():
             os.killpg(proc.pid, signal.SIGKILL)
     assert "closed" in out, err[-2000:]
     assert "KeyboardInterrupt" not in err and "Traceback" not in err, err[-2000:]
+
+
+def _worker_pids(pool: EnvPool) -> list[int]:
+    return [remote._proc.pid for remote in pool._remote]
+
+
+def test_a_dead_worker_is_replaced_when_its_index_is_next_reset():
+    """A worker killed between episodes (out of memory, say) costs nothing: the next reset
+    of its index finds the pipe broken, starts a new worker and resets there."""
+    import psutil
+
+    with EnvPool([make_tiny, make_tiny], backend="process") as pool:
+        first = pool.reset(seeds=[0, 1])
+        old = _worker_pids(pool)
+        pool._remote[0]._proc.kill()
+        pool._remote[0]._proc.join()
+        assert pool.step({0: "x"})[0].info["env_error"]  # its step fails, as before
+        again = pool.reset([0, 1], seeds=[0, 1])
+        assert [info["task_id"] for _, info in again] == [info["task_id"] for _, info in first]
+        assert pool.restarts == 1 and _worker_pids(pool)[1] == old[1] != _worker_pids(pool)[0]
+        assert "env_error" not in pool.step({0: "x"})[0].info
+        pids = _worker_pids(pool)
+    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in pids)
+
+
+@pytest.mark.parametrize("backend", ["thread", "process"])
+def test_restart_puts_a_fresh_env_at_an_index(backend):
+    with EnvPool([make_tiny, make_tiny], backend=backend) as pool:
+        pool.reset(seeds=[0, 1])
+        before = _worker_pids(pool) if backend == "process" else list(pool.envs)
+        pool.restart([1])
+        after = _worker_pids(pool) if backend == "process" else list(pool.envs)
+        assert after[0] == before[0] and after[1] != before[1] and pool.restarts == 1
+        ((_, info),) = pool.reset([1], seeds=[4])
+        assert info["task_id"] == gym.make("agentgym/Sokoban-Tiny-v0").reset(seed=4)[1]["task_id"]
+        if backend == "process":  # the old worker was killed, not left behind
+            import psutil
+
+            assert (
+                not psutil.pid_exists(before[1]) or psutil.Process(before[1]).status() == "zombie"
+            )
+        with pytest.raises(InvalidConfigError, match="out of range"):
+            pool.restart([2])
+    with pytest.raises(InvalidConfigError, match="closed"):
+        pool.restart([0])
+
+
+def test_a_reset_cut_short_by_a_restart_fails_and_leaves_the_new_worker_alone(tmp_path):
+    """A reset whose worker ``restart`` killed (the rollout engine gave up on it and had
+    the env replaced) fails. It must not go on to reset the new worker as if its own had
+    died: ``restart`` and the env's next user talk to that one, and two callers on one
+    pipe read each other's replies (a reset answered with another seed's observation)."""
+    factory = functools.partial(make_stuck_first, "agentgym/Sokoban-Tiny-v0", str(tmp_path))
+    outcome: dict[str, object] = {}
+
+    def reset() -> None:
+        try:
+            outcome["value"] = pool.reset([0], seeds=[3])
+        except Exception as exc:
+            outcome["error"] = exc
+
+    with EnvPool([factory], backend="process") as pool:
+        stuck = threading.Thread(target=reset, daemon=True)
+        stuck.start()
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "entered").exists():  # the worker is inside its reset
+            assert time.monotonic() < deadline, "the stuck reset never started"
+            time.sleep(0.05)
+        pool.restart([0])
+        stuck.join(120)
+        assert not stuck.is_alive() and isinstance(outcome.get("error"), (EOFError, OSError))
+        ((_, info),) = pool.reset([0], seeds=[5])
+        assert info["task_id"] == make_tiny().reset(seed=5)[1]["task_id"]
+        assert pool.restarts == 1

@@ -3,6 +3,9 @@
 * :mod:`~agentgym.rollout.engine` — :class:`RolloutEngine`: episodes in flight as asyncio
   tasks, GRPO groups released whole, unfinished episodes carried over (APRIL), failures
   marked ``infra_failure`` and retried or excluded.
+* :mod:`~agentgym.rollout.driver` — one episode's task: slot, reset, turns, and where a
+  stop leaves it; :mod:`~agentgym.rollout.slots` — env slots out of a source.
+* :mod:`~agentgym.rollout.faults` — failures and the errors a stopped call raises.
 * :mod:`~agentgym.rollout.policy` — the async policy interface, the OpenAI-compatible HTTP
   policy on ``httpx.AsyncClient``, and a batching wrapper for synchronous policies.
 * :mod:`~agentgym.rollout.sources` — where envs come from (local ids, an ``EnvPool``).
@@ -13,7 +16,8 @@
 
 from __future__ import annotations
 
-from agentgym.rollout.engine import EpisodeCallbacks, InfraFailure, RolloutConfig, RolloutEngine
+from agentgym.rollout.engine import EpisodeCallbacks, RolloutConfig, RolloutEngine
+from agentgym.rollout.faults import CollectionError, FailureRunError, InfraFailure
 from agentgym.rollout.policy import AsyncHTTPPolicy, AsyncPolicy, BatchingPolicy, as_async
 from agentgym.rollout.records import Collection, CollectionSummary, Episode, Group
 from agentgym.rollout.sources import (
@@ -31,11 +35,13 @@ __all__ = [
     "AsyncPolicy",
     "BatchingPolicy",
     "Collection",
+    "CollectionError",
     "CollectionSummary",
     "EnvSlot",
     "EnvSource",
     "Episode",
     "EpisodeCallbacks",
+    "FailureRunError",
     "Group",
     "InfraFailure",
     "LocalEnvSource",

@@ -1,46 +1,61 @@
 """The asynchronous rollout engine: many episodes in flight, no barrier across envs.
 
-Each episode is an asyncio task: it asks the policy for its next action
-(:class:`~agentgym.rollout.policy.AsyncPolicy`), steps its own env in a worker thread as
-soon as the action arrives, and goes on; a slow reply stalls only its own episode. Episodes
-come in GRPO groups (``group_size`` episodes of one task seed), and a group is released only
-when all its members have ended.
+Each episode is an asyncio task (:mod:`agentgym.rollout.driver`): it asks the policy for its
+next action (:class:`~agentgym.rollout.policy.AsyncPolicy`), steps its own env in a worker
+thread as soon as the action arrives, and goes on; a slow reply stalls only its own
+episode. Episodes come in GRPO groups (``group_size`` episodes of one task seed), and a
+group is released only when all its members have ended.
 
 Partial rollouts (APRIL): with ``partial=True`` the engine keeps ``max_in_flight`` episodes
 running (more than the target needs), stops as soon as ``target_groups`` usable groups have
-been released, cancels the policy requests still in flight, and keeps every unfinished
-episode - its env, chat, steps and tokens - for the next :meth:`RolloutEngine.collect` call.
-Every step records the policy version that generated it, so a trainer can correct or drop
-stale tokens (``max_staleness`` restarts episodes whose oldest step is too old).
+been released, and keeps every unfinished episode - its env, chat, steps and tokens - for
+the next :meth:`RolloutEngine.collect` call. Every step records the policy version that
+generated it, so a trainer can correct or drop stale tokens (``max_staleness`` restarts
+episodes whose oldest step is too old).
 
-Failures: an env that raises, reports ``info["env_error"]`` or does not answer within
-``env_timeout_s``, and a policy request that still fails after its retries, end the episode
-as ``infra_failure`` with its cause. The env is retired, and a fresh attempt at the same task
-takes the episode's place in its group (up to ``episode_retries`` times); a group whose
-member still failed is released with ``usable=False`` and never enters advantages.
+Faults, each an invariant (``docs/rollout.md``):
+
+* an episode is returned whole or reported as a failure with its cause: an env that
+  raises, reports ``info["env_error"]`` or does not answer within ``env_timeout_s``, and a
+  policy request that still fails after its retries, end the attempt as ``infra_failure``;
+  its env is retired and a fresh attempt takes its place (up to ``episode_retries``); a
+  group whose member still failed is released ``usable=False``;
+* a call that is cancelled or fails stops every episode it started before it returns or
+  raises, and no episode is ever driven by two tasks;
+* every finished group is handed back exactly once: on the result, on the
+  :class:`~agentgym.rollout.faults.CollectionError` a failed call raises, or (a cancelled
+  call) on the next call's result;
+* a run of infrastructure failures with no episode finishing stops the call
+  (:class:`~agentgym.rollout.faults.FailureRunError`) before it uses up the task seeds;
+* no more env slots are out than the source's live capacity.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from dataclasses import dataclass
 
-from agentgym.agents.base import Generation, Policy, PolicyInput
-from agentgym.agents.http import PolicyRequestError
+from agentgym.agents.base import Policy
 from agentgym.episodes import EpisodeSummary, StepEvent
 from agentgym.error import InvalidConfigError
-from agentgym.rl.rollouts import Chat, StepRecord, merge_step_info
+from agentgym.rollout.driver import CallState, EpisodeDriver, drop_request, notify
+from agentgym.rollout.faults import (
+    INTERRUPTED,
+    RunOfFailures,
+    cause_kind,
+    collection_error,
+    failure_run_message,
+    no_live_envs_message,
+)
 from agentgym.rollout.loop import close_within, run_bounded
 from agentgym.rollout.policy import AsyncPolicy, as_async
 from agentgym.rollout.records import Collection, CollectionSummary, Episode, Group
-from agentgym.rollout.sources import EnvSlot, EnvSource
-from agentgym.wrappers.chat import observation_message
-
-T = TypeVar("T")
+from agentgym.rollout.slots import SlotLedger
+from agentgym.rollout.sources import EnvSource
 
 
 @dataclass(frozen=True)
@@ -71,6 +86,11 @@ class RolloutConfig:
     over from reset (None: keep them all)."""
     group_prefix: str = ""
     """Prepended to the seed to make each group's id."""
+    failure_run_limit: int | None = None
+    """Infrastructure failures in a row, with no episode finishing between them, that stop
+    a call with :class:`~agentgym.rollout.faults.FailureRunError` (the env source or the
+    policy server is down) instead of using up the task seeds. None: twice
+    ``max_in_flight``, at least 16."""
 
     def __post_init__(self) -> None:
         if self.group_size < 1:
@@ -80,6 +100,17 @@ class RolloutConfig:
                 f"max_in_flight ({self.max_in_flight}) must hold at least one group "
                 f"(group_size {self.group_size})."
             )
+        if self.failure_run_limit is not None and self.failure_run_limit < 1:
+            raise InvalidConfigError(
+                f"failure_run_limit must be at least 1 (or None), got {self.failure_run_limit}."
+            )
+
+    @property
+    def failure_limit(self) -> int:
+        """The run of infrastructure failures that stops a call (see ``failure_run_limit``)."""
+        if self.failure_run_limit is not None:
+            return self.failure_run_limit
+        return max(16, 2 * self.max_in_flight)
 
 
 @dataclass
@@ -91,9 +122,10 @@ class EpisodeCallbacks:
     :meth:`agentgym.trajectory.Recorder.play_callbacks` records engine rollouts unchanged:
     ``slot`` is the attempt's trajectory id and ``k`` the episode's index (group order x
     ``group_size`` + member, as :func:`agentgym.rl.rollouts.group_rollouts` numbers them).
-    An attempt ended by an infrastructure failure gets ``on_end`` with the cause as the
-    summary's ``error``. ``on_episode(episode)`` sees every attempt as it ends (done or
-    failed). An exception raised by a callback stops the collection and is re-raised.
+    An attempt ended by a failure gets ``on_end`` with the cause as the summary's
+    ``error``. ``on_episode(episode)`` sees every attempt as it ends (done or failed). An
+    exception raised by a callback stops the collection, which raises it as a
+    :class:`~agentgym.rollout.faults.CollectionError`.
     """
 
     on_reset: Callable[[int, int, dict, dict], None] | None = None
@@ -102,62 +134,19 @@ class EpisodeCallbacks:
     on_episode: Callable[[Episode], None] | None = None
 
 
-def caller_mistake(exc: BaseException) -> bool:
-    """A policy error that says the request itself is wrong (HTTP 4xx other than 408 and
-    429: a bad key, a refused message format): not infrastructure, so it stops the run."""
-    status = getattr(exc, "status", None)
-    return (
-        isinstance(exc, PolicyRequestError)
-        and status is not None
-        and 400 <= status < 500
-        and status not in (408, 429)
-    )
-
-
-class InfraFailure(Exception):
-    """An episode ended by the infrastructure, not by the agent (``kind``: the cause)."""
-
-    def __init__(self, kind: str, detail: str):
-        super().__init__(f"{kind}: {detail}")
-        self.kind = kind
-
-
-def generation_tokens(gen: Generation) -> int:
-    """Tokens of one generation: its token ids, else the server's ``usage``, else words."""
-    if gen.token_ids is not None:
-        return len(gen.token_ids)
-    usage = gen.meta.get("usage") or {}
-    if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-        return int(usage["completion_tokens"])
-    return len(gen.text.split())
-
-
-@dataclass
-class _Call:
-    """State of one collect call, shared by its episode tasks."""
-
-    index: int
-    summary: CollectionSummary
-    changed: asyncio.Event
-    tasks: dict[Episode, asyncio.Task[None]] = field(default_factory=dict)
-    phase: dict[Episode, str] = field(default_factory=dict)
-    ended: list[Episode] = field(default_factory=list)
-    stopping: bool = False
-    on_group: Callable[[Group], None] | None = None
-    error: BaseException | None = None
-    """A bug (not an infrastructure failure) that ended an episode task: re-raised."""
-
-
 class RolloutEngine:
     """Collects GRPO groups asynchronously; see the module docstring.
 
     Args:
         source: where envs come from (:class:`~agentgym.rollout.LocalEnvSource`,
-            :class:`~agentgym.rollout.PoolEnvSource`).
+            :class:`~agentgym.rollout.PoolEnvSource`, :class:`~agentgym.rollout.ServeEnvSource`).
         policy: an async policy, or a batched sync one (wrapped in a
             :class:`~agentgym.rollout.BatchingPolicy`).
-        seeds: the task seeds, one group each, consumed in order across calls.
+        seeds: the task seeds, one group each, drawn in order across calls; a seed is
+            drawn only to start its group, and its group is then handed back (finished or
+            failed) or stays in the engine for the next call.
         config: :class:`RolloutConfig`.
+        callbacks: :class:`EpisodeCallbacks`.
     """
 
     def __init__(
@@ -180,12 +169,23 @@ class RolloutEngine:
         self._seeds: Iterator[int] = iter(seeds)
         self._exhausted = False
         self._open: list[Group] = []
+        """Groups started and not yet released."""
+        self._undelivered: list[Group] = []
+        """Groups released and not yet handed back (the running call's, or those of a call
+        that was cancelled or lost with its event loop: the next call hands them back)."""
+        self._ended: list[Episode] = []
+        """Attempts that ended and were not yet counted (and retried)."""
+        self._tasks: dict[Episode, asyncio.Task[None]] = {}
         self._next_traj = 0
         self._groups_launched = 0
         self._collects = 0
         # spare threads: an env that timed out may still hold one
         self._executor = ThreadPoolExecutor(
             max_workers=self.config.max_in_flight + 8, thread_name_prefix="rollout-env"
+        )
+        self._slots = SlotLedger(source)
+        self._driver = EpisodeDriver(
+            self._slots, self.policy, self.config, self.callbacks, self._executor
         )
         self.policy_version = 0
         """Set before each collect (or pass ``policy_version=``); every step records it."""
@@ -196,6 +196,11 @@ class RolloutEngine:
     def carried(self) -> list[Episode]:
         """Unfinished episodes waiting for the next collect call."""
         return [ep for g in self._open for ep in g.members if not ep.ended]
+
+    @property
+    def slots_out(self) -> int:
+        """Env slots lent by the source and not yet back (held by carried episodes)."""
+        return self._slots.out
 
     async def collect(
         self,
@@ -210,58 +215,39 @@ class RolloutEngine:
         Fewer come back only when the seeds run out. Every group that ended is returned,
         usable or not, so no finished episode is lost. ``on_group(group)`` is called with
         each group as soon as it is released (e.g. to write its episodes to disk at once).
+
+        Raises:
+            CollectionError: a callback raised, or an episode ``failed`` (the policy server
+                refused its request); the groups finished so far are on the error.
+            FailureRunError: a run of infrastructure failures with no episode finishing
+                (an outage: the tasks that failed in it are played again by the next call,
+                no seed is used up), or no env left to lend.
+
+        Cancelled (a timeout, a shutdown), the call first stops what it started: episodes
+        waiting for their policy or for a slot pause, env calls in flight finish (each
+        within ``env_timeout_s``) and pause; the groups it had finished are handed back by
+        the next call. A second cancel while it stops cuts the env calls short (those
+        attempts end ``interrupted`` and are played again).
         """
         if target_groups < 1:
             raise InvalidConfigError(f"target_groups must be at least 1, got {target_groups}.")
         if policy_version is not None:
             self.policy_version = policy_version
         started = time.perf_counter()
-        call = _Call(self._collects, CollectionSummary(), asyncio.Event(), on_group=on_group)
-        self._collects += 1
-        released: list[Group] = []
-        self._resume_carried(call)
-        launched = 0
-        k = self.config.group_size
-        while call.error is None:
-            self._handle_ended(call)
-            released += self._release(call)
-            usable = sum(g.usable for g in released)
-            if self.config.partial:
-                if usable >= target_groups:
-                    break
-                while not self._exhausted and len(call.tasks) + k <= self.config.max_in_flight:
-                    launched += self._launch_group(call)
-            else:
-                while (
-                    not self._exhausted
-                    and launched < target_groups
-                    and len(call.tasks) + k <= self.config.max_in_flight
-                ):
-                    launched += self._launch_group(call)
-                if not self._open and (launched >= target_groups or self._exhausted):
-                    break
-            if not call.tasks:
-                break  # nothing runs and nothing can start: the seeds ran out
-            await call.changed.wait()
-            call.changed.clear()
-        await self._stop(call)
+        call = self._open_call(on_group)
+        try:
+            await self._settle_leftovers(call)
+            self._resume_carried(call)
+            await self._fill(call, target_groups)
+            await self._halt(call)
+        except BaseException:  # its groups stay in self._undelivered for the next call
+            await self._halt(call)
+            raise
+        collection = self._collection(call, started)
+        self._undelivered = []  # handed back now, on the result or on the error
         if call.error is not None:
-            raise call.error
-        released += self._release(call)
-        summary = call.summary
-        summary.groups = len(released)
-        summary.usable_groups = sum(g.usable for g in released)
-        summary.excluded_groups = summary.groups - summary.usable_groups
-        summary.carried_out = len(self.carried)
-        for g in released:
-            for ep in g.members:
-                summary.episodes_finished += ep.status == "done"
-                summary.tokens += ep.tokens
-                summary.carried_tokens += sum(
-                    n for n, c in zip(ep.step_tokens, ep.step_collects) if c < call.index
-                )
-        summary.seconds = time.perf_counter() - started
-        return Collection(released, summary, self.policy_version)
+            raise collection_error(call.error, collection) from call.error
+        return collection
 
     def collect_sync(
         self,
@@ -297,18 +283,113 @@ class RolloutEngine:
             await close_within(self.policy, timeout_s=2.0)
 
     def close(self) -> None:
-        """Give back the envs of carried episodes, close the source and the worker threads."""
+        """Give back every env slot (carried episodes', and those on their way back), then
+        close the source, the worker threads and the policy."""
+        call = CallState(-1, CollectionSummary(), asyncio.Event(), self.policy_version)
+        for ep, task in list(self._tasks.items()):  # tasks of a loop that is gone
+            self._abandon(call, ep, task)
         for ep in self.carried:
-            self._drop_request(ep, CollectionSummary())
+            drop_request(ep, call.summary)
             if ep.slot is not None:
-                self.source.release(ep.slot, healthy=True)
-                ep.slot = None
+                slot, ep.slot = ep.slot, None
+                self._slots.give_back(slot, healthy=True)
         self._open.clear()
+        self._undelivered = []
+        self._ended.clear()
+        self._slots.close()
         self.source.close()
         self._executor.shutdown(wait=False)
         close = getattr(self.policy, "close", None)
         if callable(close):
             close()
+
+    # ---------------------------------------------------------------- one call
+
+    def _open_call(self, on_group: Callable[[Group], None] | None) -> CallState:
+        call = CallState(
+            self._collects, CollectionSummary(), asyncio.Event(), self.policy_version, on_group
+        )
+        self._collects += 1
+        call.released = self._undelivered  # the same list: kept until handed back
+        call.summary.delivered_late = len(call.released)
+        return call
+
+    async def _fill(self, call: CallState, target_groups: int) -> None:
+        """Launch groups and release finished ones until the target is met, nothing runs
+        and nothing more may start (the seeds ran out; not ``partial``: every group this
+        call may start has ended), or an error stops the call."""
+        while call.error is None:
+            self._handle_ended(call)
+            self._release(call)
+            if self._target_met(call, target_groups):
+                return
+            self._launch(call, target_groups)
+            if not self._tasks:
+                return
+            await call.changed.wait()
+            call.changed.clear()
+
+    def _target_met(self, call: CallState, target_groups: int) -> bool:
+        """``partial``: enough usable groups were released (those handed over from a
+        cancelled call count). Not ``partial``, a call never stops early."""
+        return self.config.partial and sum(g.usable for g in call.released) >= target_groups
+
+    async def _halt(self, call: CallState) -> None:
+        """Stop every episode of the call: one waiting for a slot or its policy pauses at
+        once, one inside an env call pauses when the call returns. Cancelled meanwhile,
+        cancel them all (see :meth:`EpisodeDriver.stop_where_it_is`) and re-raise."""
+        call.stopping = True
+        for ep, task in list(self._tasks.items()):
+            if ep.phase in ("slot", "policy"):
+                task.cancel()
+        try:
+            while self._tasks:
+                await asyncio.wait(list(self._tasks.values()))
+        except asyncio.CancelledError:
+            for task in self._tasks.values():
+                task.cancel()
+            raise
+        self._handle_ended(call)
+        if isinstance(call.error, RunOfFailures):
+            self._forgive(call)
+        self._release(call, final=True)
+
+    async def _settle_leftovers(self, call: CallState) -> None:
+        """Tasks an earlier call left (its stop was cancelled in turn): wait until those
+        of this loop have stopped; take over those of a loop that is gone."""
+        loop = asyncio.get_running_loop()
+        for ep, task in list(self._tasks.items()):
+            if task.get_loop() is not loop:
+                self._abandon(call, ep, task)
+        here = list(self._tasks.values())
+        for task in here:
+            task.cancel()
+        if here:
+            await asyncio.wait(here)
+
+    def _abandon(self, call: CallState, ep: Episode, task: asyncio.Task[None]) -> None:
+        """Take an episode from a task that will never run again (its loop is gone)."""
+        self._tasks.pop(ep, None)
+        ep.driver = None
+        self._driver.stop_where_it_is(call, ep)
+        if ep.ended:
+            self._ended.append(ep)
+
+    def _collection(self, call: CallState, started: float) -> Collection:
+        released, summary = call.released, call.summary
+        summary.groups = len(released)
+        summary.usable_groups = sum(g.usable for g in released)
+        summary.excluded_groups = summary.groups - summary.usable_groups
+        summary.carried_out = len(self.carried)
+        for g in released:
+            for ep in g.members:
+                summary.episodes_finished += ep.status == "done"
+                summary.tokens += ep.tokens
+                summary.carried_tokens += sum(
+                    n for n, c in zip(ep.step_tokens, ep.step_collects) if c < call.index
+                )
+        summary.seconds = time.perf_counter() - started
+        return Collection(released, summary, self.policy_version)
 
     # ---------------------------------------------------------------- scheduling
 
@@ -318,262 +399,187 @@ class RolloutEngine:
         self._next_traj += 1
         return Episode(group_id, seed, member, self._next_traj - 1, attempt, index=index)
 
-    def _launch_group(self, call: _Call) -> int:
+    def _room(self) -> int:
+        """Episodes that may run at once: ``max_in_flight``, at most the live capacity."""
+        capacity = self._slots.live_capacity()
+        limit = self.config.max_in_flight
+        return limit if capacity is None else min(limit, capacity)
+
+    def _launch(self, call: CallState, target_groups: int) -> None:
+        """Fill the room: first the episodes waiting in open groups (carried over, or
+        played again after an outage), then new groups (one group at least when none
+        runs: its members then take the slots in turn). No new seed is drawn during a run
+        of failures while episodes still run: it may be an outage."""
+        if self._slots.live_capacity() == 0:
+            call.fail(RunOfFailures(no_live_envs_message(self.source)))
+            return
+        room = self._room()
+        for ep in self._waiting():
+            if len(self._tasks) >= room:
+                return
+            self._start(call, ep)
+        if call.failure_run and self._tasks:
+            return
+        k = self.config.group_size
+        room = max(k, room)
+        while not self._exhausted and len(self._tasks) + k <= room:
+            if not self.config.partial and call.launched >= target_groups:
+                return
+            self._launch_group(call)
+
+    def _waiting(self) -> list[Episode]:
+        """Unfinished members of open groups that no task drives: those holding an env
+        first, then in launch order. An episode that holds an env never waits for one, so
+        started first it cannot be starved by episodes that wait for the env it holds."""
+        waiting = [ep for g in self._open for ep in g.members if not ep.ended and ep.driver is None]
+        return sorted(waiting, key=lambda ep: ep.slot is None)
+
+    def _launch_group(self, call: CallState) -> None:
         try:
             seed = int(next(self._seeds))
         except StopIteration:
             self._exhausted = True
-            return 0
+            return
         gid = f"{self.config.group_prefix}{seed}"
         k, first = self.config.group_size, self._groups_launched * self.config.group_size
         self._groups_launched += 1
+        call.launched += 1
         group = Group(gid, seed, [self._new_episode(gid, seed, m, first + m) for m in range(k)])
         self._open.append(group)
         for ep in group.members:
-            self._start(call, ep, group)
-        return 1
+            self._start(call, ep)
 
-    def _start(self, call: _Call, ep: Episode, group: Group) -> None:
+    def _start(self, call: CallState, ep: Episode) -> None:
+        """Give ``ep`` a task, unless one drives it already (never two)."""
+        if ep.driver is not None:
+            return
         ep.status = "running"
-        task = asyncio.create_task(self._drive(call, ep))
-        call.tasks[ep] = task
+        task = asyncio.create_task(self._driver.drive(call, ep))
+        ep.driver = task
+        self._tasks[ep] = task
+        task.add_done_callback(functools.partial(self._task_done, call, ep))
 
-        def finished(done: asyncio.Task[None]) -> None:
-            if not done.cancelled() and done.exception() is not None and call.error is None:
-                call.error = done.exception()
-            call.tasks.pop(ep, None)
-            call.phase.pop(ep, None)
-            if ep.ended:
-                call.ended.append(ep)
-            call.changed.set()
+    def _task_done(self, call: CallState, ep: Episode, task: asyncio.Task[None]) -> None:
+        if self._tasks.get(ep) is task:
+            del self._tasks[ep]
+        if ep.driver is not task:
+            return  # taken over already
+        ep.driver = None
+        if not task.cancelled() and task.exception() is not None:
+            call.fail(task.exception())  # type: ignore[arg-type]
+        if ep.status == "running":  # cancelled before it ever ran
+            self._driver.stop_where_it_is(call, ep)
+        if ep.ended:
+            self._ended.append(ep)
+        call.changed.set()
 
-        task.add_done_callback(finished)
+    def _resume_carried(self, call: CallState) -> None:
+        """Count what ended after the last call stopped; send the unfinished episodes that
+        are too stale back to reset (:meth:`_launch` starts them, within the room)."""
+        self._handle_ended(call)
+        for ep in self._waiting():
+            if self._is_stale(ep):
+                self._restart(ep, call.summary)
+                call.summary.restarted_stale += 1
+            call.summary.carried_in += ep.status == "paused"
 
-    def _resume_carried(self, call: _Call) -> None:
+    def _is_stale(self, ep: Episode) -> bool:
+        """The episode's first step is more than ``max_staleness`` versions old."""
         limit = self.config.max_staleness
-        for group in self._open:
-            for ep in group.members:
-                if ep.ended:
-                    continue
-                if (
-                    limit is not None
-                    and ep.steps
-                    and ep.steps[0].policy_version is not None
-                    and self.policy_version - ep.steps[0].policy_version > limit
-                ):
-                    self._restart(ep, call.summary)
-                    call.summary.restarted_stale += 1
-                call.summary.carried_in += ep.status == "paused"
-                self._start(call, ep, group)
+        if limit is None or not ep.steps:
+            return False
+        first = ep.steps[0].policy_version
+        return first is not None and self.policy_version - first > limit
 
-    def _restart(self, ep: Episode, summary: CollectionSummary) -> None:
+    @staticmethod
+    def _restart(ep: Episode, summary: CollectionSummary) -> None:
         """Forget a carried episode's steps; it starts again from reset on its env."""
-        self._drop_request(ep, summary)
+        drop_request(ep, summary)
         ep.steps.clear()
         ep.step_collects.clear()
         ep.step_tokens.clear()
         ep.chat = None
 
-    def _handle_ended(self, call: _Call) -> None:
-        """Count failures and start retries (paused until the next call when stopping)."""
-        ended, call.ended = call.ended, []
+    def _handle_ended(self, call: CallState) -> None:
+        """Count the attempts that ended, watch the run of failures, start retries
+        (paused until the next call when this one is stopping)."""
+        ended, self._ended = self._ended, []
         for ep in ended:
+            if ep.status == "done":
+                call.failure_run = 0
+                call.run_causes.clear()
+                call.run_attempts.clear()
             if ep.status != "infra_failure":
                 continue
+            kind = cause_kind(ep.cause)
             summary = call.summary
             summary.infra_failures += 1
-            kind = (ep.cause or "unknown").split(":", 1)[0]
             summary.causes[kind] = summary.causes.get(kind, 0) + 1
-            if ep.attempt >= self.config.episode_retries:
-                continue
-            group = next(g for g in self._open if ep in g.members)
-            retry = self._new_episode(ep.group_id, ep.seed, ep.member, ep.index, ep.attempt + 1)
-            group.members[ep.member] = retry
-            group.retired.append(ep)
-            summary.retries += 1
-            if call.stopping:
-                retry.status = "paused"  # begins with a reset in the next call
-            else:
-                self._start(call, retry, group)
+            if kind != INTERRUPTED:
+                self._count_failure(call, ep, kind)
+            self._retry(call, ep, kind)
 
-    def _release(self, call: _Call) -> list[Group]:
-        """Take out the groups whose members all ended and were handled: a member whose
-        task has just ended may not have been through :meth:`_handle_ended` yet (its done
-        callback still queued), and its retry must find the group open."""
+    def _count_failure(self, call: CallState, ep: Episode, kind: str) -> None:
+        call.failure_run += 1
+        call.run_attempts.append(ep)
+        call.run_causes[kind] = call.run_causes.get(kind, 0) + 1
+        if call.failure_run >= self.config.failure_limit:
+            message = failure_run_message(call.failure_run, call.run_causes, ep.cause)
+            call.fail(RunOfFailures(message))
+
+    def _retry(self, call: CallState, ep: Episode, kind: str) -> None:
+        """A fresh attempt in the failed one's place, while the member has retries left
+        (an interrupted attempt, or one that failed in an outage, does not use one up)."""
+        group = next(g for g in self._open if ep in g.members)
+        failed = sum(
+            a.member == ep.member
+            and a.status == "infra_failure"
+            and cause_kind(a.cause) != INTERRUPTED
+            and not a.in_outage
+            for a in group.attempts
+        )
+        if kind != INTERRUPTED and failed > self.config.episode_retries:
+            return
+        self._replace(call, group, ep)
+
+    def _replace(self, call: CallState, group: Group, ep: Episode) -> None:
+        """Put a fresh attempt in ``ep``'s place; it starts now, or with the next call
+        when this one is stopping."""
+        retry = self._new_episode(ep.group_id, ep.seed, ep.member, ep.index, ep.attempt + 1)
+        group.members[ep.member] = retry
+        group.retired.append(ep)
+        call.summary.retries += 1
+        if call.stopping or call.error is not None:
+            retry.status = "paused"  # begins with a reset in the next call
+        else:
+            self._start(call, retry)
+
+    def _forgive(self, call: CallState) -> None:
+        """The run of failures stopped the call: an outage, not the tasks' fault. Its
+        attempts stay reported (``in_outage``; they use up no retry), and each one still
+        standing in its group gets a fresh attempt for the next call, so its group stays
+        in the engine and its seed is not used up."""
+        for ep in call.run_attempts:
+            ep.in_outage = True
+            group = next((g for g in self._open if ep in g.members), None)
+            if group is not None:
+                self._replace(call, group, ep)
+        call.run_attempts.clear()
+
+    def _release(self, call: CallState, *, final: bool = False) -> None:
+        """Take out the groups whose members all ended and were handled (an attempt not
+        yet through :meth:`_handle_ended` may still be replaced by a retry). Until the call
+        ends (``final``), a group with a member that failed in the current run of failures
+        is held back: if the run turns out to be an outage, that member is played again."""
+        held = set(self._ended) | (set() if final else set(call.run_attempts))
 
         def settled(group: Group) -> bool:
-            return group.ended and not any(ep in call.tasks for ep in group.members)
+            return group.ended and not any(
+                ep.driver is not None or ep in held for ep in group.members
+            )
 
         done = [g for g in self._open if settled(g)]
         self._open = [g for g in self._open if not settled(g)]
-        if call.on_group is not None:
-            for group in done:
-                call.on_group(group)
-        return done
-
-    async def _stop(self, call: _Call) -> None:
-        """End the call: cancel policy requests in flight, let env calls finish, pause."""
-        call.stopping = True
-        for ep, task in list(call.tasks.items()):
-            if call.phase.get(ep) == "policy":
-                task.cancel()
-        while call.tasks:
-            await asyncio.gather(*list(call.tasks.values()), return_exceptions=True)
-        self._handle_ended(call)
-
-    # ---------------------------------------------------------------- one episode
-
-    def _request(
-        self, call: _Call, ep: Episode, chat: Chat
-    ) -> tuple[asyncio.Future[Generation], int, int]:
-        """The episode's policy request: the one still in flight from the previous call
-        (when this is the same event loop), else a new one tagged with the current version."""
-        if ep.pending is not None:
-            request = ep.pending[0]
-            if request.get_loop() is asyncio.get_running_loop() and not request.cancelled():
-                call.summary.resumed_requests += 1
-                return ep.pending
-            self._drop_request(ep, call.summary)
-        item = PolicyInput(
-            messages=chat.messages(self.config.history_turns), info=ep.info, env=ep.slot.env
-        )
-        request = asyncio.ensure_future(self.policy.act(item))
-        call.summary.policy_requests += 1
-        ep.pending = (request, self.policy_version, call.index)
-        return ep.pending
-
-    @staticmethod
-    def _drop_request(ep: Episode, summary: CollectionSummary) -> None:
-        if ep.pending is not None:
-            request = ep.pending[0]
-            if not request.done():
-                if not request.get_loop().is_closed():  # a closed loop dropped it already
-                    request.cancel()
-            elif not request.cancelled():
-                request.exception()  # retrieved: no "never retrieved" warning
-            summary.aborted_requests += 1
-            ep.pending = None
-
-    async def _env_call(self, fn: Callable[..., T], *args: Any) -> T:
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._executor, fn, *args)
-        try:
-            return await asyncio.wait_for(future, self.config.env_timeout_s)
-        except TimeoutError as exc:
-            raise InfraFailure(
-                "env_timeout", f"no answer within {self.config.env_timeout_s} s"
-            ) from exc
-        except InfraFailure:
-            raise
-        except Exception as exc:
-            raise InfraFailure("env_error", f"{type(exc).__name__}: {exc}") from exc
-
-    async def _drive(self, call: _Call, ep: Episode) -> None:
-        """Run ``ep`` until it ends or the call stops (then it is paused)."""
-        summary = call.summary
-        try:
-            if ep.slot is None or ep.chat is None:
-                call.phase[ep] = "env"
-                if ep.slot is None:
-                    ep.slot = await self._env_call(self.source.acquire)
-                t0 = time.perf_counter()
-                slot: EnvSlot = ep.slot
-                obs, info = await self._env_call(slot.reset, ep.seed)
-                summary.env_seconds += time.perf_counter() - t0
-                ep.task_id, ep.info = str(info.get("task_id", "")), info
-                ep.chat = Chat.after_reset(obs, info)
-                if self.callbacks.on_reset is not None:
-                    self.callbacks.on_reset(ep.traj_id, ep.index, obs, info)
-            chat = ep.chat
-            while True:
-                if call.stopping:
-                    ep.status = "paused"
-                    return
-                call.phase[ep] = "policy"
-                request, version, asked_in = self._request(call, ep, chat)
-                t0 = time.perf_counter()
-                try:
-                    gen = await asyncio.shield(request)
-                except asyncio.CancelledError:  # the call stopped (APRIL): pause here
-                    if self.config.abort_requests:
-                        self._drop_request(ep, summary)
-                    ep.status = "paused"
-                    return
-                except Exception as exc:
-                    ep.pending = None
-                    if caller_mistake(exc):
-                        raise
-                    raise InfraFailure("policy_error", f"{type(exc).__name__}: {exc}") from exc
-                finally:
-                    policy_s = time.perf_counter() - t0
-                    summary.policy_seconds += policy_s
-                ep.pending = None
-                call.phase[ep] = "env"
-                t0 = time.perf_counter()
-                res = await self._env_call(ep.slot.step, gen.text)
-                env_s = time.perf_counter() - t0
-                summary.env_seconds += env_s
-                summary.env_steps += 1
-                if res.info.get("env_error"):
-                    raise InfraFailure("env_error", str(res.info["env_error"]))
-                done = bool(res.terminated or res.truncated)
-                ep.steps.append(
-                    StepRecord(
-                        group_id=ep.group_id,
-                        traj_id=ep.traj_id,
-                        step=len(ep.steps),
-                        state_key=str(ep.info.get("state_key", "")),
-                        generation=gen,
-                        reward=float(res.reward),
-                        valid=bool(res.info.get("action_valid", True)),
-                        done=done,
-                        success=bool(res.info.get("success", False)) if done else False,
-                        policy_version=version,
-                    )
-                )
-                ep.step_collects.append(asked_in)
-                ep.step_tokens.append(generation_tokens(gen))
-                chat.turns.append(
-                    ({"role": "assistant", "content": gen.text}, observation_message(res.obs))
-                )
-                ep.info = merge_step_info(ep.info, res.info)
-                if self.callbacks.on_step is not None:
-                    event = StepEvent.of(
-                        ep.traj_id, ep.index, gen, res, policy_s * 1e3, env_s * 1e3
-                    )
-                    self.callbacks.on_step(event)
-                if done:
-                    ep.status = "done"
-                    self.source.release(ep.slot, healthy=True)
-                    ep.slot = None
-                    self._report_end(ep, res)
-                    return
-        except InfraFailure as failure:
-            ep.status, ep.cause, ep.error = "infra_failure", str(failure), failure.__cause__
-            if ep.slot is not None:
-                self.source.release(ep.slot, healthy=False)
-                ep.slot = None
-            self._report_end(ep, None)
-
-    def _report_end(self, ep: Episode, last: Any) -> None:
-        """``on_end`` (for an attempt whose reset was reported) and ``on_episode``."""
-        callbacks = self.callbacks
-        if callbacks.on_end is not None and ep.chat is not None:
-            callbacks.on_end(
-                ep.traj_id,
-                EpisodeSummary(
-                    env_id="",
-                    episode=ep.index,
-                    seed=ep.seed,
-                    task_id=ep.task_id,
-                    turns=len(ep.steps),
-                    total_reward=ep.total_reward,
-                    success=ep.success,
-                    invalid_actions=sum(not s.valid for s in ep.steps),
-                    terminated=bool(last is not None and last.terminated),
-                    truncated=bool(last is not None and last.truncated),
-                    error=ep.cause,
-                ),
-            )
-        if callbacks.on_episode is not None:
-            callbacks.on_episode(ep)
+        for group in done:
+            call.released.append(group)
+            notify(call, call.on_group, group)

@@ -11,8 +11,10 @@ Failures: a policy request is retried with backoff by the policy; an episode tha
 fails (policy error, env crash or timeout) is marked ``infra_failure``, counted, and tried
 once more from reset. Finished episodes are handed to ``callbacks`` the moment they end, so
 nothing finished is lost whatever happens later. When an episode fails on the policy server
-even after that fresh attempt, the server is taken to be down and the run stops (the error
-is raised); env failures never stop it.
+even after that fresh attempt, the server is taken to be down and the run stops (a
+:class:`~agentgym.rollout.faults.CollectionError` is raised, the server's error as its
+cause). Env failures stop it only as a run of failures with no episode finishing between
+them (:class:`~agentgym.rollout.faults.FailureRunError`: the env side is down).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 An :class:`Episode` is one attempt at one task: its steps (each tagged with the policy
 version that produced it and the collection call it was generated in), its chat so far and
 its status. A :class:`Group` is the ``group_size`` episodes of one task (same seed); it is
-released only when every member has ended, and an infrastructure failure that retries did
-not cure leaves the group ``usable=False`` so advantages leave it out.
+released only when every member has ended, and a failure that retries did not cure leaves
+the group ``usable=False`` so advantages leave it out.
 """
 
 from __future__ import annotations
@@ -14,7 +14,10 @@ from typing import Any, Literal
 
 from agentgym.rl.rollouts import Chat, RolloutBatch, StepRecord, Trajectory
 
-Status = Literal["pending", "running", "paused", "done", "infra_failure"]
+Status = Literal["pending", "running", "paused", "done", "infra_failure", "failed"]
+"""``infra_failure``: ended by the infrastructure (retried from reset); ``failed``: ended by
+an error that a retry cannot cure (a request the policy server refused); both carry a
+cause."""
 
 
 @dataclass(eq=False)
@@ -33,9 +36,10 @@ class Episode:
     task_id: str = ""
     status: Status = "pending"
     cause: str | None = None
-    """Why an ``infra_failure`` happened (env crash, env timeout, policy error...)."""
+    """Why an ``infra_failure`` or ``failed`` attempt ended (``kind: detail``; kinds:
+    ``env_error``, ``env_timeout``, ``policy_error``, ``interrupted``, ``policy_refused``)."""
     error: BaseException | None = None
-    """The exception behind an ``infra_failure`` (None for a timeout or an env_error info)."""
+    """The exception behind the failure (None for a timeout or an env_error info)."""
     steps: list[StepRecord] = field(default_factory=list)
     step_collects: list[int] = field(default_factory=list)
     """For each step, the index of the collection call that asked for its generation."""
@@ -47,10 +51,18 @@ class Episode:
     pending: Any = None
     """``(request, policy_version, call index)`` of a policy request still in flight when a
     collect call stopped; the next call awaits it instead of asking again."""
+    phase: str | None = None
+    """What its task is waiting for (``slot``, ``acquire``, ``reset``, ``policy``,
+    ``step``; None between them): where a stop finds it."""
+    driver: Any = None
+    """The asyncio task driving it (None when none does): one task per episode at most."""
+    in_outage: bool = False
+    """It failed in a run of failures that stopped its call (an outage): reported like any
+    failure, but it used up no retry, and its task was played again."""
 
     @property
     def ended(self) -> bool:
-        return self.status in ("done", "infra_failure")
+        return self.status in ("done", "infra_failure", "failed")
 
     @property
     def total_reward(self) -> float:
@@ -80,6 +92,11 @@ class Group:
     """Attempts that failed and were replaced by a retry (kept for the record)."""
 
     @property
+    def attempts(self) -> list[Episode]:
+        """Every attempt at this task: the retired ones, then the members."""
+        return [*self.retired, *self.members]
+
+    @property
     def ended(self) -> bool:
         return all(ep.ended for ep in self.members)
 
@@ -90,8 +107,9 @@ class Group:
 
     @property
     def failures(self) -> list[Episode]:
-        """Every attempt that ended in an infrastructure failure (retried ones included)."""
-        return [ep for ep in [*self.retired, *self.members] if ep.status == "infra_failure"]
+        """Every attempt that ended in a failure (retried ones included), each with its
+        cause."""
+        return [ep for ep in self.attempts if ep.status in ("infra_failure", "failed")]
 
 
 @dataclass
@@ -106,11 +124,15 @@ class CollectionSummary:
     episodes_finished: int = 0
     """Episodes of released groups that ended normally (``done``)."""
     infra_failures: int = 0
-    """Attempts that ended in an infrastructure failure during this call (retried or not)."""
+    """Attempts that ended in an infrastructure failure during this call (retried or not;
+    interrupted ones included)."""
     retries: int = 0
     """Fresh attempts started to replace failed ones."""
     causes: dict[str, int] = field(default_factory=dict)
-    """Infrastructure failures by kind (``env_error``, ``env_timeout``, ``policy_error``...)."""
+    """Infrastructure failures by kind (``env_error``, ``env_timeout``, ``policy_error``,
+    ``interrupted``: an env call cut short by a cancelled call)."""
+    delivered_late: int = 0
+    """Groups finished by an earlier call that was cancelled, handed back by this one."""
     carried_in: int = 0
     """Unfinished episodes taken over from the previous call."""
     carried_out: int = 0

@@ -1,13 +1,16 @@
 """Where the rollout engine gets its envs: one :class:`EnvSlot` per episode in flight.
 
 A slot is one env the engine resets and steps from a worker thread (the engine bounds each
-call with a timeout). A source lends slots and takes them back; a slot whose env failed or
-timed out comes back ``healthy=False`` and is never lent again (its env may still be stuck
-in a thread, or dead).
+call with a timeout). A source lends slots and takes them back (the engine gives them back
+from a worker thread too); a slot whose env failed or timed out comes back
+``healthy=False`` and its env is never used again (it may still be stuck in a thread, or
+dead): the source replaces it or retires it, and ``capacity`` counts the envs it can still
+lend. ``close()`` frees everything the source holds.
 
 * :class:`LocalEnvSource` — ``gym.make(env_id)`` on demand, envs reused across episodes.
 * :class:`PoolEnvSource` — the envs of an existing :class:`~agentgym.vector.EnvPool` (any
-  backend) or :class:`~agentgym.distributed.RayEnvPool`, one index per slot.
+  backend; a failed env is replaced by a fresh one) or
+  :class:`~agentgym.distributed.RayEnvPool`, one index per slot.
 * :class:`ServeEnvSource` — sessions of an ``agentgym serve`` server over its HTTP
   protocol, one private session (``episode_id``) per slot.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
@@ -42,7 +46,9 @@ class EnvSlot(Protocol):
 class EnvSource(Protocol):
     """Lends env slots; ``capacity`` is how many can be out at once (None: unbounded)."""
 
-    capacity: int | None
+    @property
+    def capacity(self) -> int | None:
+        """Slots that can be out at once now; it shrinks when failed envs are retired."""
 
     def acquire(self) -> EnvSlot: ...
 
@@ -54,6 +60,12 @@ class EnvSource(Protocol):
 def _close_quietly(env: gym.Env) -> None:
     with contextlib.suppress(Exception):  # a broken env must not break the run retiring it
         env.close()
+
+
+def _foreign(slot: object, source: object) -> InvalidConfigError:
+    return InvalidConfigError(
+        f"{type(source).__name__} was given back a slot it did not lend: {slot!r}."
+    )
 
 
 class _LocalSlot:
@@ -78,6 +90,8 @@ class LocalEnvSource:
 
     Healthy envs are kept and reused by later episodes; a failed one is closed in a
     background thread (its step may still be running) and replaced by a new one.
+    :meth:`close` closes every env it made, lent or not, and waits (at most
+    ``close_timeout_s``) for those being closed in the background.
     """
 
     def __init__(
@@ -86,6 +100,7 @@ class LocalEnvSource:
         env_kwargs: Mapping[str, Any] | None = None,
         *,
         factory: Callable[[], gym.Env] | None = None,
+        close_timeout_s: float = 60.0,
     ):
         self.env_id = env_id
         self.capacity: int | None = None
@@ -93,6 +108,9 @@ class LocalEnvSource:
         self._free: list[_LocalSlot] = []
         self._lock = threading.Lock()
         self._all: list[_LocalSlot] = []
+        self._closing: list[threading.Thread] = []
+        self._closed = False
+        self.close_timeout_s = close_timeout_s
         self.made = 0
         """Envs made so far (replacements of failed envs included)."""
 
@@ -107,19 +125,29 @@ class LocalEnvSource:
         return slot
 
     def release(self, slot: EnvSlot, *, healthy: bool) -> None:
-        assert isinstance(slot, _LocalSlot)
+        if not isinstance(slot, _LocalSlot):
+            raise _foreign(slot, self)
         with self._lock:
-            if healthy:
+            if healthy and not self._closed:
                 self._free.append(slot)
                 return
-            self._all.remove(slot)
-        threading.Thread(target=_close_quietly, args=(slot._env,), daemon=True).start()
+            if slot in self._all:
+                self._all.remove(slot)
+            closer = threading.Thread(target=_close_quietly, args=(slot._env,), daemon=True)
+            self._closing.append(closer)
+        closer.start()
 
     def close(self) -> None:
+        """Close every env made here; wait for those closing in the background."""
         with self._lock:
+            self._closed = True
             slots, self._all, self._free = self._all, [], []
+            closing, self._closing = self._closing, []
         for slot in slots:
             _close_quietly(slot._env)
+        deadline = time.monotonic() + self.close_timeout_s
+        for closer in closing:
+            closer.join(max(0.0, deadline - time.monotonic()))
 
 
 class _PoolSlot:
@@ -144,34 +172,86 @@ class PoolEnvSource:
     """The envs of an ``EnvPool`` or ``RayEnvPool``; each slot drives one index.
 
     The pool's own crash handling (a truncated result with ``info["env_error"]``) reaches
-    the engine, which marks the episode ``infra_failure``; a failed index is retired.
+    the engine, which marks the episode ``infra_failure``. A failed index gets a fresh env
+    when the pool can make one (``pool.restart([index])``: :meth:`EnvPool.restart
+    <agentgym.vector.EnvPool.restart>`, a new worker process for ``backend="process"``);
+    a restart that fails (the new worker was killed or crashed while starting) is tried
+    again, up to ``restart_attempts`` times in all, since one lost start is no reason to
+    lose the env for good. An index the pool cannot restart, or whose every attempt failed,
+    is retired. ``capacity`` counts the live indices.
     """
 
-    def __init__(self, pool: Any):
+    def __init__(self, pool: Any, *, restart_attempts: int = 3):
+        if restart_attempts < 1:
+            raise InvalidConfigError(
+                f"restart_attempts must be at least 1, got {restart_attempts}."
+            )
         self.pool = pool
-        self.capacity: int | None = int(pool.num_envs)
+        self.restart_attempts = restart_attempts
+        self._live = int(pool.num_envs)
         self._free = list(range(pool.num_envs))[::-1]
+        self._lent: set[int] = set()
         self._lock = threading.Lock()
+        self.restarted = 0
+        """Failed envs replaced by fresh ones."""
+        self.retired: list[int] = []
+        """Indices given up for good (the pool could not replace their env)."""
+        self.restart_errors: list[BaseException] = []
+        """Why restarts failed (each failed attempt, retried or not)."""
+
+    @property
+    def capacity(self) -> int | None:
+        return self._live
 
     def acquire(self) -> EnvSlot:
         with self._lock:
             if not self._free:
                 raise InvalidConfigError(
-                    f"all {self.pool.num_envs} envs of the pool are lent or retired after "
-                    "failures; give the engine fewer episodes in flight or a bigger pool."
+                    f"all {self._live} live envs of the pool are lent ({len(self.retired)} "
+                    "retired after failures); give the engine fewer episodes in flight or a "
+                    "bigger pool."
                 )
-            return _PoolSlot(self.pool, self._free.pop())
+            index = self._free.pop()
+            self._lent.add(index)
+            return _PoolSlot(self.pool, index)
 
     def release(self, slot: EnvSlot, *, healthy: bool) -> None:
-        assert isinstance(slot, _PoolSlot)
-        if healthy:
-            with self._lock:
+        """Take an index back; a failed one is replaced (blocking: call it off the event
+        loop, as the engine does) or retired."""
+        if not isinstance(slot, _PoolSlot) or slot.pool is not self.pool:
+            raise _foreign(slot, self)
+        with self._lock:
+            if slot.index not in self._lent:
+                raise _foreign(slot, self)
+        if not healthy:
+            healthy = self._replace(slot.index)
+        with self._lock:
+            self._lent.discard(slot.index)
+            if healthy:
                 self._free.append(slot.index)
-        elif self.capacity is not None:
-            self.capacity -= 1
+            else:
+                self._live -= 1
+                self.retired.append(slot.index)
+
+    def _replace(self, index: int) -> bool:
+        """A fresh env at ``index``: True once a restart succeeded (within
+        ``restart_attempts``), False when the pool cannot restart it."""
+        restart = getattr(self.pool, "restart", None)
+        if not callable(restart):
+            return False
+        for _ in range(self.restart_attempts):
+            try:
+                restart([index])
+            except Exception as exc:
+                self.restart_errors.append(exc)
+                continue
+            with self._lock:
+                self.restarted += 1
+            return True
+        return False
 
     def close(self) -> None:
-        """The pool belongs to the caller, who closes it."""
+        """Nothing to free here: the pool belongs to the caller, who closes it."""
 
 
 class ServeSessionError(AgentGymError, RuntimeError):
@@ -230,7 +310,15 @@ class ServeEnvSource:
     reach it raises :class:`ServeSessionError`, which ends the episode as an
     infrastructure failure; the session is dropped and the retry gets a new one.
     Observations carry their text (images are not fetched).
+
+    Sessions are ended on the server with ``POST /close``: a slot released unhealthy is
+    closed at once (from a background thread: its env may still be busy), and
+    :meth:`close` closes every session the source opened, lent or not, so that the next
+    engine (a restarted trainer) finds the server's slots free.
     """
+
+    CLOSE_TIMEOUT_S = 10.0
+    """How long one ``POST /close`` may take (the server waits for a call in flight)."""
 
     def __init__(self, url: str, *, token: str | None = None, timeout: float = 120.0):
         try:
@@ -252,20 +340,53 @@ class ServeEnvSource:
         self._prefix = f"rollout-{uuid.uuid4().hex[:12]}-"
         self._ids = itertools.count()
         self._free: list[_ServeSlot] = []
+        self._held: set[str] = set()  # sessions this source may hold on the server
         self._lock = threading.Lock()
 
     def acquire(self) -> EnvSlot:
         with self._lock:
             if self._free:
                 return self._free.pop()
-            return _ServeSlot(self, f"{self._prefix}{next(self._ids)}")
+            slot = _ServeSlot(self, f"{self._prefix}{next(self._ids)}")
+            self._held.add(slot.episode_id)
+            return slot
 
     def release(self, slot: EnvSlot, *, healthy: bool) -> None:
         assert isinstance(slot, _ServeSlot)
         if healthy:
             with self._lock:
                 self._free.append(slot)
+            return
+        threading.Thread(
+            target=self._close_sessions, args=([slot.episode_id],), daemon=True
+        ).start()
 
     def close(self) -> None:
-        """Close the HTTP client; the server closes the sessions once they sit idle."""
-        self.client.close()
+        """Close every server session this source opened (those a background close of a
+        failed slot has not finished with included), then its HTTP client."""
+        with self._lock:
+            ids, self._free = sorted(self._held), []
+        try:
+            self._close_sessions(ids)
+        finally:
+            self.client.close()
+
+    def _close_sessions(self, ids: list[str]) -> int:
+        """``POST /close`` each of ``ids``, forgetting each once the server has answered;
+        stops at the first one the server cannot be reached for (it is down or restarted:
+        its sessions are gone). How many it closed."""
+        closed = 0
+        for episode_id in ids:
+            try:
+                resp = self.client.post(
+                    self.url + "/close",
+                    json={"episode_id": episode_id},
+                    timeout=self.CLOSE_TIMEOUT_S,
+                )
+            except Exception:  # unreachable, or this source's client is already closed
+                return closed
+            with self._lock:
+                self._held.discard(episode_id)
+            with contextlib.suppress(ValueError):  # a server without /close: nothing to do
+                closed += resp.status_code == 200 and bool(resp.json().get("closed"))
+        return closed

@@ -1,0 +1,356 @@
+"""One episode of the rollout engine: slot, reset, then policy request and env step in turn.
+
+:meth:`EpisodeDriver.drive` runs as the episode's asyncio task. Whatever stops it, it
+leaves the episode in one of two states the engine can trust:
+
+* **ended** - ``done`` (the env ended it), ``infra_failure`` (with its cause; the engine
+  retries it from reset) or ``failed`` (an error retrying cannot cure; the call stops);
+  the env slot is given back, healthy or not;
+* **paused** - consistent for the next call: it holds no slot and no chat (it starts from
+  reset), or its env and chat agree, with at most a policy request in flight.
+
+The call stops an episode softly (``CallState.stopping``: an episode waiting for a slot or
+for its policy is cancelled and pauses; one inside an env call finishes that call first,
+bounded by ``env_timeout_s``, then pauses). A hard cancel (the call's stop was itself
+cancelled) can land inside an env reset or step, whose outcome is then unknown: that
+attempt ends as ``infra_failure`` with cause ``interrupted`` and its env is retired.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from agentgym.agents.base import Generation, PolicyInput
+from agentgym.episodes import EpisodeSummary, StepEvent
+from agentgym.rl.rollouts import Chat, StepRecord, merge_step_info
+from agentgym.rollout.faults import (
+    INTERRUPTED,
+    InfraFailure,
+    RunOfFailures,
+    caller_mistake,
+    no_live_envs_message,
+)
+from agentgym.rollout.policy import AsyncPolicy
+from agentgym.rollout.records import CollectionSummary, Episode, Group
+from agentgym.rollout.slots import SlotLedger
+from agentgym.vector import StepResult
+from agentgym.wrappers.chat import observation_message
+
+T = TypeVar("T")
+
+SLOT_POLL_S = 0.05
+"""How often an episode waiting for an env slot looks again (a slot can come back from a
+worker thread, e.g. once a replaced worker process is up)."""
+
+#: Phases in which a hard cancel leaves the env in an unknown state.
+ENV_PHASES = ("reset", "step")
+
+
+@dataclass
+class CallState:
+    """State of one collect call, shared by its episode tasks."""
+
+    index: int
+    summary: CollectionSummary
+    changed: asyncio.Event
+    policy_version: int
+    on_group: Callable[[Group], None] | None = None
+    stopping: bool = False
+    error: BaseException | None = None
+    """The first error that stops the call (raised as a CollectionError)."""
+    released: list[Group] = field(default_factory=list)
+    """Groups this call finished (or took over from a cancelled call), in order."""
+    launched: int = 0
+    """Groups this call started."""
+    failure_run: int = 0
+    """Infrastructure failures since the last episode that finished."""
+    run_causes: dict[str, int] = field(default_factory=dict)
+    run_attempts: list[Episode] = field(default_factory=list)
+    """The attempts that failed in the current run (played again if it stops the call)."""
+
+    def fail(self, error: BaseException) -> None:
+        """Stop the call with ``error`` (the first one wins)."""
+        if self.error is None:
+            self.error = error
+        self.changed.set()
+
+
+class EpisodeDriver:
+    """Drives episodes for the engine; see the module docstring."""
+
+    def __init__(
+        self,
+        slots: SlotLedger,
+        policy: AsyncPolicy,
+        config: Any,
+        callbacks: Any,
+        executor: ThreadPoolExecutor,
+    ):
+        self.slots = slots
+        self.source = slots.source
+        self.policy = policy
+        self.config = config
+        self.callbacks = callbacks
+        self.executor = executor
+
+    async def drive(self, call: CallState, ep: Episode) -> None:
+        """Run ``ep`` until it ends or the call stops it (see the module docstring)."""
+        try:
+            if not await self._begin(call, ep):
+                self._pause(call, ep)
+                return
+            while not call.stopping:
+                if await self._turn(call, ep):
+                    return
+            self._pause(call, ep)
+        except InfraFailure as failure:
+            self._end(call, ep, "infra_failure", str(failure), failure.__cause__)
+        except asyncio.CancelledError:
+            if ep.driver is asyncio.current_task():  # not taken over by the engine
+                self.stop_where_it_is(call, ep)
+            raise
+        except Exception as exc:  # a refused request, or a bug: retrying will not cure it
+            call.fail(exc)
+            kind = "policy_refused" if ep.phase == "policy" else "error"
+            self._end(call, ep, "failed", f"{kind}: {type(exc).__name__}: {exc}", exc)
+        finally:
+            ep.phase = None
+
+    def stop_where_it_is(self, call: CallState, ep: Episode) -> None:
+        """Leave an episode whose task was cancelled (or lost with its event loop) in a
+        state the engine can trust: inside an env call, the attempt is ``interrupted``;
+        anywhere else it pauses."""
+        if ep.ended:
+            return
+        if ep.phase in ENV_PHASES:
+            where = f"the collect call was cancelled during an env {ep.phase}"
+            self._end(call, ep, "infra_failure", f"{INTERRUPTED}: {where}", None)
+        else:
+            self._pause(call, ep)
+
+    # ------------------------------------------------------------------ phases
+
+    async def _begin(self, call: CallState, ep: Episode) -> bool:
+        """An env slot and a reset, unless the episode has them; False: the call stopped
+        (or the source has no env left) before it got a slot."""
+        if call.stopping:
+            return False
+        if ep.slot is None:
+            ep.phase = "slot"
+            if not await self._take_slot(call):
+                return False
+            ep.phase = "acquire"
+            ep.slot = await self._acquire()
+        if ep.chat is None:
+            ep.phase = "reset"
+            t0 = time.perf_counter()
+            obs, info = await self._env_call(ep.slot.reset, ep.seed)
+            call.summary.env_seconds += time.perf_counter() - t0
+            ep.task_id, ep.info = str(info.get("task_id", "")), info
+            ep.chat = Chat.after_reset(obs, info)
+            ep.phase = None
+            notify(call, self.callbacks.on_reset, ep.traj_id, ep.index, obs, info)
+        return True
+
+    async def _take_slot(self, call: CallState) -> bool:
+        """Count a slot out once the source has one to lend (it may be replacing a failed
+        env); False when the call stops first, or the source has no live env left."""
+        while not self.slots.try_take():
+            if self.slots.live_capacity() == 0:
+                call.fail(RunOfFailures(no_live_envs_message(self.source)))
+                return False
+            if call.stopping or call.error is not None:
+                return False
+            await asyncio.sleep(SLOT_POLL_S)
+        return True
+
+    async def _acquire(self) -> Any:
+        acquiring = self.executor.submit(self.source.acquire)
+        try:
+            return await self._bounded(acquiring)
+        except BaseException:
+            acquiring.add_done_callback(self.slots.give_back_unclaimed)
+            raise
+
+    async def _turn(self, call: CallState, ep: Episode) -> bool:
+        """One policy request and one env step; True when the episode ended."""
+        ep.phase = "policy"
+        request, version, asked_in = self._request(call, ep)
+        t0 = time.perf_counter()
+        try:
+            gen = await asyncio.shield(request)
+        except Exception as exc:
+            ep.pending = None
+            if caller_mistake(exc):
+                raise
+            raise InfraFailure("policy_error", f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            call.summary.policy_seconds += time.perf_counter() - t0
+        policy_s = time.perf_counter() - t0
+        ep.pending = None
+        ep.phase = "step"
+        t0 = time.perf_counter()
+        res = await self._env_call(ep.slot.step, gen.text)
+        env_s = time.perf_counter() - t0
+        ep.phase = None
+        call.summary.env_seconds += env_s
+        call.summary.env_steps += 1
+        if res.info.get("env_error"):
+            raise InfraFailure("env_error", str(res.info["env_error"]))
+        done = self._record(ep, gen, res, version, asked_in)
+        if self.callbacks.on_step is not None:
+            event = StepEvent.of(ep.traj_id, ep.index, gen, res, policy_s * 1e3, env_s * 1e3)
+            notify(call, self.callbacks.on_step, event)
+        if done:
+            self._end(call, ep, "done", None, None, last=res)
+        return done
+
+    @staticmethod
+    def _record(ep: Episode, gen: Generation, res: StepResult, version: int, asked_in: int) -> bool:
+        """Append the step to the episode (steps, tokens, chat, info); True when it ended."""
+        done = bool(res.terminated or res.truncated)
+        ep.steps.append(
+            StepRecord(
+                group_id=ep.group_id,
+                traj_id=ep.traj_id,
+                step=len(ep.steps),
+                state_key=str(ep.info.get("state_key", "")),
+                generation=gen,
+                reward=float(res.reward),
+                valid=bool(res.info.get("action_valid", True)),
+                done=done,
+                success=bool(res.info.get("success", False)) if done else False,
+                policy_version=version,
+            )
+        )
+        ep.step_collects.append(asked_in)
+        ep.step_tokens.append(generation_tokens(gen))
+        assert ep.chat is not None
+        ep.chat.turns.append(
+            ({"role": "assistant", "content": gen.text}, observation_message(res.obs))
+        )
+        ep.info = merge_step_info(ep.info, res.info)
+        return done
+
+    # ------------------------------------------------------------------ requests, env calls
+
+    def _request(self, call: CallState, ep: Episode) -> tuple[asyncio.Future[Generation], int, int]:
+        """The episode's policy request: the one still in flight from the previous call
+        (when this is the same event loop), else a new one tagged with the call's version."""
+        if ep.pending is not None:
+            request = ep.pending[0]
+            if request.get_loop() is asyncio.get_running_loop() and not request.cancelled():
+                call.summary.resumed_requests += 1
+                return ep.pending  # type: ignore[no-any-return]
+            drop_request(ep, call.summary)
+        assert ep.chat is not None
+        item = PolicyInput(
+            messages=ep.chat.messages(self.config.history_turns), info=ep.info, env=ep.slot.env
+        )
+        request = asyncio.ensure_future(self.policy.act(item))
+        call.summary.policy_requests += 1
+        ep.pending = (request, call.policy_version, call.index)
+        return ep.pending  # type: ignore[no-any-return]
+
+    async def _env_call(self, fn: Callable[..., T], *args: Any) -> T:
+        return await self._bounded(self.executor.submit(fn, *args))
+
+    async def _bounded(self, future: Future[T]) -> T:
+        """Await a worker-thread call for at most ``env_timeout_s``; a timeout or an
+        exception is an infrastructure failure (the thread may still be running)."""
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), self.config.env_timeout_s)
+        except TimeoutError as exc:
+            raise InfraFailure(
+                "env_timeout", f"no answer within {self.config.env_timeout_s} s"
+            ) from exc
+        except InfraFailure:
+            raise
+        except Exception as exc:
+            raise InfraFailure("env_error", f"{type(exc).__name__}: {exc}") from exc
+
+    # ------------------------------------------------------------------ endings
+
+    def _pause(self, call: CallState, ep: Episode) -> None:
+        if ep.phase == "policy" and self.config.abort_requests:
+            drop_request(ep, call.summary)
+        ep.status = "paused"
+
+    def _end(
+        self,
+        call: CallState,
+        ep: Episode,
+        status: Any,
+        cause: str | None,
+        error: BaseException | None,
+        last: StepResult | None = None,
+    ) -> None:
+        """End the attempt: status and cause, its slot back to the source, callbacks."""
+        keep_env = status == "done" or ep.phase == "policy"  # a policy error: env untouched
+        ep.status, ep.cause, ep.error = status, cause, error
+        if ep.pending is not None:
+            drop_request(ep, call.summary)
+        if ep.slot is not None:
+            slot, ep.slot = ep.slot, None
+            self.slots.give_back(slot, healthy=keep_env)
+        self._report_end(call, ep, last)
+
+    def _report_end(self, call: CallState, ep: Episode, last: StepResult | None) -> None:
+        """``on_end`` (for an attempt whose reset was reported) and ``on_episode``."""
+        callbacks = self.callbacks
+        if callbacks.on_end is not None and ep.chat is not None:
+            summary = EpisodeSummary(
+                env_id="",
+                episode=ep.index,
+                seed=ep.seed,
+                task_id=ep.task_id,
+                turns=len(ep.steps),
+                total_reward=ep.total_reward,
+                success=ep.success,
+                invalid_actions=sum(not s.valid for s in ep.steps),
+                terminated=bool(last is not None and last.terminated),
+                truncated=bool(last is not None and last.truncated),
+                error=ep.cause,
+            )
+            notify(call, callbacks.on_end, ep.traj_id, summary)
+        notify(call, callbacks.on_episode, ep)
+
+
+def notify(call: CallState, fn: Callable[..., Any] | None, *args: Any) -> None:
+    """Call a user callback; an exception it raises stops the call (which raises it),
+    never the episode: the episode is left as it was."""
+    if fn is None:
+        return
+    try:
+        fn(*args)
+    except Exception as exc:
+        call.fail(exc)
+
+
+def drop_request(ep: Episode, summary: CollectionSummary) -> None:
+    """Forget the episode's policy request in flight (cancelled when its loop still runs)."""
+    if ep.pending is None:
+        return
+    request = ep.pending[0]
+    if not request.done():
+        if not request.get_loop().is_closed():  # a closed loop dropped it already
+            request.cancel()
+    elif not request.cancelled():
+        request.exception()  # retrieved: no "never retrieved" warning
+    summary.aborted_requests += 1
+    ep.pending = None
+
+
+def generation_tokens(gen: Generation) -> int:
+    """Tokens of one generation: its token ids, else the server's ``usage``, else words."""
+    if gen.token_ids is not None:
+        return len(gen.token_ids)
+    usage = gen.meta.get("usage") or {}
+    if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+        return int(usage["completion_tokens"])
+    return len(gen.text.split())
