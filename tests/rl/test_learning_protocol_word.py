@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-import learning_protocol as lp  # noqa: E402
+import learning_protocol as lp
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])
