@@ -133,3 +133,18 @@ def one_leak_free(one: SandboxPool) -> Iterator[None]:
     """The leak check of ``no_leaks``, on the module's own one-worker pool."""
     with leak_free(one):
         yield
+
+
+def host_pid(pool: SandboxPool, jail_pid: int) -> int:
+    """The host pid of the worker's process ``jail_pid`` (a pid inside the jail)."""
+    cg = pool.workers[0].cgroup
+    assert cg is not None
+    for pid in cg.pids():
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                ns = next(line.split()[1:] for line in fh if line.startswith("NSpid:"))
+        except (OSError, StopIteration):
+            continue
+        if ns and int(ns[-1]) == jail_pid:
+            return pid
+    raise AssertionError(f"no process {jail_pid} in the jail")

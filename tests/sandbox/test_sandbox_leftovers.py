@@ -16,7 +16,7 @@ import time
 import pytest
 from agentgym.simulators.sandbox import SandboxPool
 
-from tests.sandbox.conftest import leak_free
+from tests.sandbox.conftest import host_pid, leak_free
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -151,21 +151,6 @@ def test_a_forged_fork_naming_a_grandchild_is_refused(one: SandboxPool) -> None:
         a.close()
 
 
-def _host_pid(pool: SandboxPool, jail_pid: int) -> int:
-    """The host pid of the worker's process ``jail_pid`` (a pid inside the jail)."""
-    cg = pool.workers[0].cgroup
-    assert cg is not None
-    for pid in cg.pids():
-        try:
-            with open(f"/proc/{pid}/status") as fh:
-                ns = next(line.split()[1:] for line in fh if line.startswith("NSpid:"))
-        except (OSError, StopIteration):
-            continue
-        if ns and int(ns[-1]) == jail_pid:
-            return pid
-    raise AssertionError(f"no process {jail_pid} in the jail")
-
-
 def test_a_big_removal_does_not_hold_a_neighbours_cell(one: SandboxPool) -> None:
     """Closing a session with thousands of files used to run ``rmtree`` on the worker's
     event loop: every neighbour's cell waited for it (3.6-5 s for 250,000 files). The
@@ -185,7 +170,7 @@ def test_a_big_removal_does_not_hold_a_neighbours_cell(one: SandboxPool) -> None
             )
             assert r.ok, r
             hog_uid = int(r.stdout)
-            remover = _host_pid(one, w.call({"op": "ping"}, 10.0)["remover_pid"])
+            remover = host_pid(one, w.call({"op": "ping"}, 10.0)["remover_pid"])
             os.kill(remover, signal.SIGSTOP)
             try:
                 hog.close()  # answered at once: the files only moved to the trash
@@ -214,7 +199,7 @@ def test_a_dead_remover_is_replaced_and_finishes_the_work(one: SandboxPool) -> N
         s = one.session()
         assert s.run("open('f', 'w').write('x' * 1000)").ok
         first = w.call({"op": "ping"}, 10.0)["remover_pid"]
-        remover = _host_pid(one, first)
+        remover = host_pid(one, first)
         os.kill(remover, signal.SIGSTOP)
         s.close()
         os.kill(remover, signal.SIGKILL)

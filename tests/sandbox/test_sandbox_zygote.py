@@ -10,7 +10,7 @@ import time
 
 from agentgym.simulators.sandbox import SandboxConfig, SandboxPool
 
-from tests.sandbox.conftest import leak_free
+from tests.sandbox.conftest import host_pid, leak_free
 
 _PARENT = (
     "import os, json\n"
@@ -26,21 +26,6 @@ _PARENT = (
     "                  'fds': sorted(int(f) for f in os.listdir('/proc/self/fd')),\n"
     "                  'uid': os.getuid()}))"
 )
-
-
-def _host_pid(pool: SandboxPool, jail_pid: int) -> int:
-    """The host pid of the worker's process ``jail_pid`` (a pid inside the jail)."""
-    cg = pool.workers[0].cgroup
-    assert cg is not None
-    for pid in cg.pids():
-        try:
-            with open(f"/proc/{pid}/status") as fh:
-                ns = next(line.split()[1:] for line in fh if line.startswith("NSpid:"))
-        except (OSError, StopIteration):
-            continue
-        if ns and int(ns[-1]) == jail_pid:
-            return pid
-    raise AssertionError(f"no process {jail_pid} in the jail")
 
 
 def _parent_view(s) -> dict:
@@ -91,7 +76,7 @@ def test_a_killed_zygote_is_replaced_and_its_sessions_live_on(one) -> None:
         try:
             assert old.run("x = 41").ok
             first = w.call({"op": "ping"}, 10.0)["zygote_pid"]
-            os.kill(_host_pid(one, first), signal.SIGKILL)
+            os.kill(host_pid(one, first), signal.SIGKILL)
             later = [one.session() for _ in range(3)]
             try:
                 for s in later:
