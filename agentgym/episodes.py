@@ -1,23 +1,28 @@
 """Play whole episodes of one env id with a policy, batched across a pool of envs.
 
-This is the loop behind ``agentgym run`` and ``agentgym demo``; training rollouts
-(:mod:`agentgym.rl`) build on the same pattern. Each turn, every active env contributes one
-:class:`~agentgym.agents.PolicyInput` and the policy is called ONCE for all of them.
-Episode ``k`` is reset with seed ``seed + k``, so a run is reproducible.
+What ``agentgym run``, ``demo`` and ``demos`` call: a synchronous front to the rollout
+engine (:mod:`agentgym.rollout`) in its lockstep mode. Each turn, every active env
+contributes one :class:`~agentgym.agents.PolicyInput` and the policy is called ONCE for
+all of them. Episode ``k`` is reset with seed ``seed + k``, so a run is reproducible.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 from tqdm.auto import tqdm
 
-from agentgym.agents.base import Policy, PolicyInput
+from agentgym.agents.base import Policy
+from agentgym.error import InvalidConfigError
 from agentgym.registry import get_record
+from agentgym.rollout.engine import EpisodeCallbacks, RolloutConfig, RolloutEngine
+from agentgym.rollout.events import EpisodeSummary, StepEvent
+from agentgym.rollout.faults import CollectionError, FailureRunError
+from agentgym.rollout.records import Episode
+from agentgym.rollout.sources import PoolEnvSource
 from agentgym.vector import EnvPool
 from agentgym.wrappers.chat import ChatHistory
 
@@ -38,61 +43,6 @@ class ChatEnvFactory:
         )
 
 
-@dataclass
-class EpisodeSummary:
-    """How one episode went."""
-
-    env_id: str
-    episode: int
-    seed: int
-    task_id: str
-    turns: int = 0
-    total_reward: float = 0.0
-    success: bool = False
-    invalid_actions: int = 0
-    terminated: bool = False
-    truncated: bool = False
-    error: str | None = None
-    components: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass
-class StepEvent:
-    """Everything about one step, handed to ``on_step`` callbacks (e.g. a recorder)."""
-
-    slot: int
-    episode: int
-    action: str
-    generation: Any
-    obs: dict[str, Any]
-    reward: float
-    terminated: bool
-    truncated: bool
-    info: dict[str, Any]
-    policy_ms: float
-    env_ms: float
-
-    @classmethod
-    def of(
-        cls, slot: int, episode: int, generation: Any, result: Any, policy_ms: float, env_ms: float
-    ) -> StepEvent:
-        """The event of ``generation`` (its ``text`` was the action) and the env's ``result``
-        (a :class:`~agentgym.vector.StepResult`)."""
-        return cls(
-            slot,
-            episode,
-            generation.text,
-            generation,
-            result.obs,
-            result.reward,
-            result.terminated,
-            result.truncated,
-            result.info,
-            policy_ms,
-            env_ms,
-        )
-
-
 def play(
     env_id: str,
     policy: Policy,
@@ -107,83 +57,104 @@ def play(
     on_end: Callable[[int, EpisodeSummary], None] | None = None,
     progress: bool = True,
     backend: str = "thread",
+    env_timeout_s: float = 600.0,
 ) -> list[EpisodeSummary]:
     """Run ``episodes`` episodes and return their summaries in episode order.
 
     Callbacks: ``on_reset(slot, episode, obs, info)``, ``on_step(event)``,
-    ``on_end(slot, summary)``; they let a recorder stream every event to disk.
+    ``on_end(slot, summary)``; they let a recorder stream every event to disk (``slot``
+    names one attempt at an episode). An env that crashes, or does not answer within
+    ``env_timeout_s``, ends its attempt with the cause as the summary's ``error``, and the
+    episode is played once more from reset on a fresh env; the summary returned is the
+    last attempt's. An exception raised by the policy or a callback stops the run and is
+    raised here, after every env is closed.
     """
     record = get_record(env_id)
-    kwargs = dict(env_kwargs or {})
-    n = max(1, min(num_envs, episodes))
-
-    factory = ChatEnvFactory(record.id, kwargs, history_turns)
-    pool = EnvPool([factory] * n, backend=backend)
-    summaries: dict[int, EpisodeSummary] = {}
-    infos: dict[int, dict[str, Any]] = {}
-    slot_episode: dict[int, int] = {}
-    next_episode = 0
-    bar = tqdm(
-        total=episodes,
-        desc=f"{record.id}",
-        unit="ep",
-        disable=None if progress else True,
-        leave=False,
+    if episodes < 1:
+        raise InvalidConfigError(f"episodes must be at least 1, got {episodes}.")
+    n = min(max(1, num_envs), episodes)
+    factory = ChatEnvFactory(record.id, dict(env_kwargs or {}), history_turns)
+    config = RolloutConfig(
+        group_size=1,
+        max_in_flight=n,
+        partial=False,
+        history_turns=history_turns,
+        lockstep=True,
+        env_timeout_s=env_timeout_s,
     )
-
-    def start(slot: int) -> None:
-        nonlocal next_episode
-        ep = next_episode
-        next_episode += 1
-        obs, info = pool.reset([slot], seeds=[seed + ep])[0]
-        slot_episode[slot] = ep
-        infos[slot] = info
-        summaries[ep] = EpisodeSummary(record.id, ep, seed + ep, info.get("task_id", ""))
-        if on_reset:
-            on_reset(slot, ep, obs, info)
-
+    bar = tqdm(total=episodes, desc=record.id, unit="ep", disable=None if progress else True)
+    tally = _Tally(record.id, seed, on_reset, on_step, on_end, config.episode_retries)
+    pool = EnvPool([factory] * n, backend=backend)
+    engine = RolloutEngine(
+        PoolEnvSource(pool), policy, range(seed, seed + episodes), config, tally.callbacks()
+    )
     try:
-        for slot in range(n):
-            start(slot)
-        while slot_episode:
-            active = sorted(slot_episode)
-            inputs = [
-                PolicyInput(
-                    messages=infos[s]["messages"],
-                    info=infos[s],
-                    env=pool.envs[s].unwrapped if pool.envs else None,
-                )
-                for s in active
-            ]
-            t0 = time.perf_counter()
-            generations = policy.act(inputs)
-            policy_ms = (time.perf_counter() - t0) * 1000 / max(1, len(active))
-            t0 = time.perf_counter()
-            results = pool.step({s: g.text for s, g in zip(active, generations)})
-            env_ms = (time.perf_counter() - t0) * 1000 / max(1, len(active))
-            for s, gen in zip(active, generations):
-                res = results[s]
-                ep = slot_episode[s]
-                summary = summaries[ep]
-                summary.turns += 1
-                summary.total_reward += res.reward
-                summary.invalid_actions += int(not res.info.get("action_valid", True))
-                for k, v in res.info.get("reward_components", {}).items():
-                    summary.components[k] = summary.components.get(k, 0.0) + float(v)
-                infos[s] = {**infos[s], **res.info}
-                if on_step:
-                    on_step(StepEvent.of(s, ep, gen, res, policy_ms, env_ms))
-                if res.terminated or res.truncated:
-                    summary.terminated, summary.truncated = res.terminated, res.truncated
-                    summary.success = bool(res.info.get("success", False))
-                    summary.error = res.info.get("env_error")
-                    del slot_episode[s]
-                    bar.update(1)
-                    if on_end:
-                        on_end(s, summary)
-                    if next_episode < episodes:
-                        start(s)
+        engine.collect_sync(episodes, on_group=lambda _group: bar.update(1))
+    except CollectionError as exc:
+        if isinstance(exc, FailureRunError):
+            raise
+        raise exc.error from None  # the policy's or a callback's own exception
     finally:
         bar.close()
+        engine.close()
         pool.close()
-    return [summaries[k] for k in sorted(summaries)]
+    return [tally.summaries[k] for k in sorted(tally.summaries)]
+
+
+class _Tally:
+    """Builds each episode's :class:`EpisodeSummary` from the engine's events and passes
+    them on to the caller's callbacks."""
+
+    def __init__(
+        self,
+        env_id: str,
+        seed: int,
+        on_reset: Callable[[int, int, dict, dict], None] | None,
+        on_step: Callable[[StepEvent], None] | None,
+        on_end: Callable[[int, EpisodeSummary], None] | None,
+        retries: int,
+    ):
+        self.env_id, self.seed, self.retries = env_id, seed, retries
+        self.user_reset, self.user_step, self.user_end = on_reset, on_step, on_end
+        self.summaries: dict[int, EpisodeSummary] = {}
+
+    def callbacks(self) -> EpisodeCallbacks:
+        return EpisodeCallbacks(
+            on_reset=self.on_reset,
+            on_step=self.on_step,
+            on_end=self.on_end,
+            on_episode=self.on_episode,
+        )
+
+    def on_reset(self, slot: int, episode: int, obs: dict, info: dict) -> None:
+        task_id = info.get("task_id", "")
+        self.summaries[episode] = EpisodeSummary(self.env_id, episode, self.seed + episode, task_id)
+        if self.user_reset:
+            self.user_reset(slot, episode, obs, info)
+
+    def on_step(self, event: StepEvent) -> None:
+        summary = self.summaries[event.episode]
+        summary.turns += 1
+        summary.total_reward += event.reward
+        summary.invalid_actions += int(not event.info.get("action_valid", True))
+        for k, v in event.info.get("reward_components", {}).items():
+            summary.components[k] = summary.components.get(k, 0.0) + float(v)
+        if self.user_step:
+            self.user_step(event)
+
+    def on_episode(self, ep: Episode) -> None:
+        """An episode whose last attempt could not even reset its env stops the run with
+        the env's own error (a missing browser, a bad keyword): there is nothing to play."""
+        last_try = ep.attempt >= self.retries
+        if ep.status == "infra_failure" and ep.chat is None and ep.error is not None and last_try:
+            raise ep.error
+
+    def on_end(self, slot: int, ended: EpisodeSummary) -> None:
+        summary = self.summaries[ended.episode]
+        summary.terminated, summary.truncated = ended.terminated, ended.truncated
+        summary.success, summary.error = ended.success, ended.error
+        if self.user_end:
+            self.user_end(slot, summary)
+
+
+__all__ = ["ChatEnvFactory", "EpisodeSummary", "StepEvent", "play"]

@@ -67,7 +67,7 @@ def household_inputs(n: int, seed: int = 0) -> tuple[Any, list[Any]]:
     import gymnasium as gym
 
     from agentgym.agents.base import PolicyInput
-    from agentgym.rl.rollouts import Chat
+    from agentgym.rollout.steps import Chat
     from agentgym.vector import EnvPool
 
     pool = EnvPool([functools.partial(gym.make, ENV, max_turns=30)] * n, backend="sync")
@@ -82,7 +82,7 @@ def _step_inputs(pool: Any, inputs: list[Any], gens: list[Any]) -> list[Any]:
     from agentgym.wrappers.chat import observation_message
 
     from agentgym.agents.base import PolicyInput
-    from agentgym.rl.rollouts import merge_step_info
+    from agentgym.rollout.steps import merge_step_info
 
     results = pool.step({k: g.text for k, g in enumerate(gens)})
     out = []

@@ -24,7 +24,7 @@ from agentgym.wrappers.chat import observation_message
 import agentgym  # noqa: F401  (registers the envs)
 from agentgym.agents.base import PolicyInput
 from agentgym.agents.transformer import TransformerPolicy, compact_action
-from agentgym.rl.rollouts import Chat
+from agentgym.rollout.steps import Chat
 
 
 def main() -> None:

@@ -26,7 +26,6 @@ SERVER_LIMIT = 60
 SPLIT = "to be split (issue 33)"
 ALLOWED: dict[str, str] = {
     "agentgym/agents/load.py::load_policy": SPLIT,
-    "agentgym/episodes.py::play": SPLIT,
     "agentgym/integrations/openrlhf.py::make_agent_classes": SPLIT,
     "agentgym/integrations/trl.py::environment_class": SPLIT,
     "agentgym/rl/advantages.py::gigpo_advantages": SPLIT,

@@ -25,7 +25,7 @@ from typing import Any
 from agentgym.agents.base import Generation, Policy, PolicyInput
 from agentgym.error import InvalidConfigError
 from agentgym.registry import get_record
-from agentgym.rl.rollouts import Chat
+from agentgym.rollout.steps import Chat
 from agentgym.wrappers.chat import observation_message
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agentgym.rl.advantages import gigpo_advantages
-from agentgym.rl.rollouts import RolloutBatch, StepRecord
+from agentgym.rollout.steps import RolloutBatch, StepRecord
 
 
 @dataclass

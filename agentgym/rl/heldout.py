@@ -24,10 +24,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from agentgym.agents.base import Policy
-from agentgym.episodes import EpisodeSummary, StepEvent
 from agentgym.error import InvalidConfigError
 from agentgym.registry import get_record
 from agentgym.rl.rollouts import Chain, group_rollouts
+from agentgym.rollout.events import EpisodeSummary, StepEvent
 from agentgym.vector import EnvPool
 
 #: Reset seeds of held-out episodes start here (any value works; fixed for reproducibility).

@@ -64,7 +64,7 @@ from agentgym.rl.gigpo import GiGPOConfig, gigpo_rows
 from agentgym.rl.grpo import GRPOConfig, grpo_rows
 from agentgym.rl.heldout import heldout_eval
 from agentgym.rl.losses import PPOLossConfig, ppo_clip_loss
-from agentgym.rl.rollouts import RolloutBatch, StepRecord, group_rollouts, tree_rollouts
+from agentgym.rl.rollouts import group_rollouts, tree_rollouts
 from agentgym.rl.rundir import (
     logged_iterations,
     prepare_run_dir,
@@ -72,6 +72,7 @@ from agentgym.rl.rundir import (
     write_atomically,
 )
 from agentgym.rl.tree_grpo import TreeGRPOConfig, tree_rows
+from agentgym.rollout.steps import RolloutBatch, StepRecord
 from agentgym.vector import EnvPool
 
 logger = logging.getLogger(__name__)

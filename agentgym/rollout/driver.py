@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agentgym.agents.base import Generation, PolicyInput
-from agentgym.episodes import EpisodeSummary, StepEvent
-from agentgym.rl.rollouts import Chat, StepRecord, merge_step_info
+from agentgym.rollout.events import EpisodeSummary, StepEvent
 from agentgym.rollout.faults import (
     INTERRUPTED,
     InfraFailure,
@@ -35,9 +34,11 @@ from agentgym.rollout.faults import (
     caller_mistake,
     no_live_envs_message,
 )
+from agentgym.rollout.lockstep import LockstepBatches
 from agentgym.rollout.policy import AsyncPolicy
 from agentgym.rollout.records import CollectionSummary, Episode, Group
 from agentgym.rollout.slots import SlotLedger
+from agentgym.rollout.steps import Chat, StepRecord, merge_step_info
 from agentgym.vector import StepResult
 from agentgym.wrappers.chat import observation_message
 
@@ -90,6 +91,7 @@ class EpisodeDriver:
         config: Any,
         callbacks: Any,
         executor: ThreadPoolExecutor,
+        lockstep: LockstepBatches | None = None,
     ):
         self.slots = slots
         self.source = slots.source
@@ -97,6 +99,7 @@ class EpisodeDriver:
         self.config = config
         self.callbacks = callbacks
         self.executor = executor
+        self.lockstep = lockstep
 
     async def drive(self, call: CallState, ep: Episode) -> None:
         """Run ``ep`` until it ends or the call stops it (see the module docstring)."""
@@ -186,8 +189,8 @@ class EpisodeDriver:
             gen = await asyncio.shield(request)
         except Exception as exc:
             ep.pending = None
-            if caller_mistake(exc):
-                raise
+            if caller_mistake(exc) or self.lockstep is not None:
+                raise  # not infrastructure: a refused request, or a local policy's error
             raise InfraFailure("policy_error", f"{type(exc).__name__}: {exc}") from exc
         finally:
             call.summary.policy_seconds += time.perf_counter() - t0
@@ -252,7 +255,8 @@ class EpisodeDriver:
         item = PolicyInput(
             messages=ep.chat.messages(self.config.history_turns), info=ep.info, env=ep.slot.env
         )
-        request = asyncio.ensure_future(self.policy.act(item))
+        asking = self.policy.act(item) if self.lockstep is None else self.lockstep.act(ep, item)
+        request = asyncio.ensure_future(asking)
         call.summary.policy_requests += 1
         ep.pending = (request, call.policy_version, call.index)
         return ep.pending  # type: ignore[no-any-return]

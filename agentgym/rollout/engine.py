@@ -40,9 +40,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from agentgym.agents.base import Policy
-from agentgym.episodes import EpisodeSummary, StepEvent
 from agentgym.error import InvalidConfigError
 from agentgym.rollout.driver import CallState, EpisodeDriver, drop_request, notify
+from agentgym.rollout.events import EpisodeSummary, StepEvent
 from agentgym.rollout.faults import (
     INTERRUPTED,
     RunOfFailures,
@@ -51,6 +51,7 @@ from agentgym.rollout.faults import (
     failure_run_message,
     no_live_envs_message,
 )
+from agentgym.rollout.lockstep import LockstepBatches
 from agentgym.rollout.loop import close_within, run_bounded
 from agentgym.rollout.policy import AsyncPolicy, as_async
 from agentgym.rollout.records import Collection, CollectionSummary, Episode, Group
@@ -86,6 +87,11 @@ class RolloutConfig:
     over from reset (None: keep them all)."""
     group_prefix: str = ""
     """Prepended to the seed to make each group's id."""
+    lockstep: bool = False
+    """Every turn is ONE policy call with every running episode's request, in lane order
+    (:mod:`~agentgym.rollout.lockstep`): reproducible batches for a batched synchronous
+    policy that draws random numbers, as :func:`agentgym.episodes.play` needs. A policy
+    error then stops the call (it is the policy's, not the infrastructure's)."""
     failure_run_limit: int | None = None
     """Infrastructure failures in a row, with no episode finishing between them, that stop
     a call with :class:`~agentgym.rollout.faults.FailureRunError` (the env source or the
@@ -165,6 +171,7 @@ class RolloutEngine:
                 f"{source.capacity} envs; lower max_in_flight or give it more envs."
             )
         self.source = source
+        self._lockstep = LockstepBatches(policy) if self.config.lockstep else None  # type: ignore[arg-type]
         self.policy = as_async(policy)
         self._seeds: Iterator[int] = iter(seeds)
         self._exhausted = False
@@ -185,7 +192,7 @@ class RolloutEngine:
         )
         self._slots = SlotLedger(source)
         self._driver = EpisodeDriver(
-            self._slots, self.policy, self.config, self.callbacks, self._executor
+            self._slots, self.policy, self.config, self.callbacks, self._executor, self._lockstep
         )
         self.policy_version = 0
         """Set before each collect (or pass ``policy_version=``); every step records it."""
@@ -299,6 +306,8 @@ class RolloutEngine:
         self._slots.close()
         self.source.close()
         self._executor.shutdown(wait=False)
+        if self._lockstep is not None:
+            self._lockstep.close()
         close = getattr(self.policy, "close", None)
         if callable(close):
             close()
@@ -310,6 +319,8 @@ class RolloutEngine:
             self._collects, CollectionSummary(), asyncio.Event(), self.policy_version, on_group
         )
         self._collects += 1
+        if self._lockstep is not None:
+            self._lockstep.wake = call.changed.set
         call.released = self._undelivered  # the same list: kept until handed back
         call.summary.delivered_late = len(call.released)
         return call
@@ -326,6 +337,8 @@ class RolloutEngine:
             self._launch(call, target_groups)
             if not self._tasks:
                 return
+            if self._lockstep is not None:  # after _launch: replacements ask first
+                self._lockstep.flush_if_all_asked(self._tasks.keys())
             await call.changed.wait()
             call.changed.clear()
 

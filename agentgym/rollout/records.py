@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentgym.rl.rollouts import Chat, RolloutBatch, StepRecord, Trajectory
+from agentgym.rollout.steps import Chat, RolloutBatch, StepRecord, Trajectory
 
 Status = Literal["pending", "running", "paused", "done", "infra_failure", "failed"]
 """``infra_failure``: ended by the infrastructure (retried from reset); ``failed``: ended by

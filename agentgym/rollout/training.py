@@ -7,7 +7,7 @@ way a failure is never scored as a zero.
 
 >>> import numpy as np
 >>> from agentgym.agents.base import Generation
->>> from agentgym.rl.rollouts import StepRecord
+>>> from agentgym.rollout.steps import StepRecord
 >>> from agentgym.rollout.records import Episode, Group
 >>> def episode(member, rewards, status="done"):
 ...     ep = Episode("g", 0, member, traj_id=member, status=status)
@@ -34,10 +34,10 @@ import numpy as np
 
 from agentgym.error import InvalidConfigError
 from agentgym.rl.advantages import grpo_advantages
-from agentgym.rl.rollouts import RolloutBatch, StepRecord
 from agentgym.rollout.engine import RolloutConfig, RolloutEngine
 from agentgym.rollout.records import Collection, CollectionSummary, Group
 from agentgym.rollout.sources import PoolEnvSource
+from agentgym.rollout.steps import RolloutBatch, StepRecord
 
 
 @dataclass

@@ -161,7 +161,7 @@ def test_bad_inputs_raise_typed_errors():
 def test_anchor_group_stats_hand_computed():
     from agentgym.agents.base import Generation
     from agentgym.rl.gigpo import anchor_group_stats
-    from agentgym.rl.rollouts import StepRecord
+    from agentgym.rollout.steps import StepRecord
 
     def row(traj, state, reward):
         return StepRecord("g", traj, 0, state, Generation(text=""), reward, True, False)

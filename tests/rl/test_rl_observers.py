@@ -27,7 +27,7 @@ import agentgym  # noqa: F401  (registers the ids)
 from agentgym.agents.base import PolicyInput
 from agentgym.error import InvalidConfigError
 from agentgym.rl.demos import HouseholdExplorerPolicy, SearchReaderPolicy, observer_for
-from agentgym.rl.rollouts import Chat, merge_step_info
+from agentgym.rollout.steps import Chat, merge_step_info
 
 Decide = Callable[[World, Any, list[str], list[str]], str]
 

@@ -153,7 +153,7 @@ def test_update_skips_minibatches_of_forced_choices_and_trains_on_the_rest():
     """A row with one admissible action has a loss that depends on no weight; a minibatch
     of only such rows used to crash backward() ("does not require grad")."""
     from agentgym.agents.base import PolicyInput
-    from agentgym.rl.rollouts import StepRecord
+    from agentgym.rollout.steps import StepRecord
 
     cfg = TrainConfig(
         env_id=ENV, num_envs=1, backend="sync", minibatch_size=2, ppo_epochs=1, progress=False

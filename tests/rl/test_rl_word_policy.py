@@ -31,7 +31,7 @@ from agentgym.agents.wordmodel import (
     words,
 )
 from agentgym.error import InvalidConfigError
-from agentgym.rl.rollouts import Chat, merge_step_info
+from agentgym.rollout.steps import Chat, merge_step_info
 
 VOCAB = sorted(["go", "to", "open", "take", "from", "the", "cabinet", "mug", "apple", "you", "see"])
 

@@ -19,7 +19,6 @@ import pytest
 
 import agentgym  # noqa: F401  (registers the envs)
 from agentgym.agents.base import Generation, PolicyInput
-from agentgym.rl.rollouts import Chat, StepRecord
 from agentgym.rollout import (
     EpisodeCallbacks,
     LocalEnvSource,
@@ -28,6 +27,7 @@ from agentgym.rollout import (
     RolloutEngine,
 )
 from agentgym.rollout.records import Episode, Group
+from agentgym.rollout.steps import Chat, StepRecord
 from agentgym.vector import EnvPool
 from tests.fake_llm_server import ScriptedChatPolicy
 from tests.rollout.test_rollout_engine import GatedPolicy, engine_results, lockstep

@@ -1,0 +1,171 @@
+"""The engine's lockstep mode: one policy call per turn for every running episode, in lane
+order, whatever order the env threads answer in; and what a cancel or a failing policy does
+to it."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import agentgym  # noqa: F401  (registers the envs)
+from agentgym.agents.base import Generation, PolicyInput
+from agentgym.agents.scripted import RandomPolicy
+from agentgym.episodes import play
+from agentgym.error import InvalidConfigError
+from agentgym.rollout import (
+    CollectionError,
+    PoolEnvSource,
+    RolloutConfig,
+    RolloutEngine,
+)
+from agentgym.rollout.policy import BatchingPolicy
+from agentgym.vector import EnvPool
+
+SOKOBAN = "agentgym/Sokoban-Tiny-v0"
+
+
+class Jitter(gym.Wrapper):
+    """Sleeps a random 0-10 ms before each reset and step, so env threads finish in an
+    order that changes from run to run."""
+
+    def __init__(self, env: gym.Env, seed: int):
+        super().__init__(env)
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, **kwargs: Any) -> Any:
+        time.sleep(self.rng.uniform(0, 0.01))
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any) -> Any:
+        time.sleep(self.rng.uniform(0, 0.01))
+        return self.env.step(action)
+
+
+class BatchLog:
+    """A seeded random policy that logs every batch as (task id, messages read) pairs."""
+
+    def __init__(self, seed: int = 0):
+        self.random = RandomPolicy(seed)
+        self.batches: list[list[tuple[str, int]]] = []
+
+    def act(self, inputs: Sequence[PolicyInput]) -> list[Generation]:
+        self.batches.append([(i.info["task_id"], len(i.messages)) for i in inputs])
+        return self.random.act(inputs)
+
+
+def lockstep_run(jitter_seed: int, episodes: int = 9, lanes: int = 3) -> tuple[BatchLog, Any]:
+    policy = BatchLog()
+    factories = [lambda i=i: Jitter(gym.make(SOKOBAN), jitter_seed * 100 + i) for i in range(lanes)]
+    config = RolloutConfig(group_size=1, max_in_flight=lanes, partial=False, lockstep=True)
+    with EnvPool(factories) as pool:
+        engine = RolloutEngine(PoolEnvSource(pool), policy, range(episodes), config)
+        try:
+            collection = engine.collect_sync(episodes)
+        finally:
+            engine.close()
+    return policy, collection
+
+
+def expected_batch_sizes(lengths: Sequence[int], lanes: int) -> list[int]:
+    """Batch sizes of a loop that steps every running episode each turn and starts the
+    next episode in a lane as soon as its episode ended."""
+    pending, running, sizes = list(lengths), [], []
+    while pending or running:
+        while pending and len(running) < lanes:
+            running.append(pending.pop(0))
+        sizes.append(len(running))
+        running = [left - 1 for left in running if left > 1]
+    return sizes
+
+
+def test_every_turn_is_one_call_with_every_running_episode_in_lane_order() -> None:
+    first, collection = lockstep_run(jitter_seed=1)
+    second, _ = lockstep_run(jitter_seed=2)
+    lengths = [len(g.members[0].steps) for g in sorted(collection.groups, key=lambda g: g.seed)]
+    assert len(set(lengths)) > 1  # episodes end at different turns: lanes get reused
+    assert [len(b) for b in first.batches] == expected_batch_sizes(lengths, lanes=3)
+    assert first.batches == second.batches  # the threads' order did not leak in
+
+
+def test_a_failing_policy_stops_the_call_with_its_own_error_and_nothing_is_retried() -> None:
+    class Broken:
+        def act(self, inputs: Sequence[PolicyInput]) -> list[Generation]:
+            raise ZeroDivisionError("the policy's own bug")
+
+    config = RolloutConfig(group_size=1, max_in_flight=2, partial=False, lockstep=True)
+    with EnvPool([lambda: gym.make(SOKOBAN)] * 2) as pool:
+        engine = RolloutEngine(PoolEnvSource(pool), Broken(), range(4), config)
+        try:
+            with pytest.raises(CollectionError) as caught:
+                engine.collect_sync(4)
+            assert isinstance(caught.value.error, ZeroDivisionError)
+            assert caught.value.collection.summary.retries == 0
+            assert caught.value.collection.summary.infra_failures == 0
+        finally:
+            engine.close()
+        assert engine.slots_out == 0
+
+
+def test_play_raises_the_policy_error_itself() -> None:
+    class Broken:
+        def act(self, inputs: Sequence[PolicyInput]) -> list[Generation]:
+            raise KeyError("no such action")
+
+    with pytest.raises(KeyError, match="no such action"):
+        play(SOKOBAN, Broken(), episodes=3, num_envs=2, progress=False)
+
+
+def test_lockstep_refuses_an_async_policy() -> None:
+    config = RolloutConfig(group_size=1, max_in_flight=1, lockstep=True)
+    refused = pytest.raises(InvalidConfigError, match="lockstep needs a batched synchronous")
+    with EnvPool([lambda: gym.make(SOKOBAN)]) as pool, refused:
+        RolloutEngine(PoolEnvSource(pool), BatchingPolicy(RandomPolicy()), range(2), config)
+
+
+def test_a_call_cancelled_during_a_turn_loses_and_repeats_no_episode() -> None:
+    class Gated(BatchLog):
+        def __init__(self) -> None:
+            super().__init__()
+            self.entered = threading.Event()
+            self.gate = threading.Event()
+
+        def act(self, inputs: Sequence[PolicyInput]) -> list[Generation]:
+            if len(self.batches) == 2:  # the third turn waits until the test lets it go
+                self.entered.set()
+                assert self.gate.wait(60)
+            return super().act(inputs)
+
+    policy = Gated()
+    config = RolloutConfig(group_size=1, max_in_flight=3, partial=False, lockstep=True)
+    with EnvPool([lambda: gym.make(SOKOBAN)] * 3) as pool:
+        engine = RolloutEngine(PoolEnvSource(pool), policy, range(6), config)
+        try:
+
+            async def cancel_in_turn_three() -> None:
+                call = asyncio.ensure_future(engine.collect(6))
+                deadline = time.monotonic() + 60
+                while not policy.entered.is_set():
+                    assert time.monotonic() < deadline, "the third turn never started"
+                    await asyncio.sleep(0.01)
+                call.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await call
+                policy.gate.set()
+
+            asyncio.run(cancel_in_turn_three())
+            assert engine.carried  # the episodes of the cancelled turn wait for the next call
+            collection = engine.collect_sync(6)
+        finally:
+            policy.gate.set()
+            engine.close()
+        assert engine.slots_out == 0
+    seeds = sorted(g.seed for g in collection.groups)
+    assert seeds == list(range(6))  # each task handed back once
+    assert all(g.members[0].status == "done" for g in collection.groups)
