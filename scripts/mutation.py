@@ -577,14 +577,31 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "heldout-seeds",
         "agentgym/rollout/heldout.py",
-        ("stop_when_policy_is_down", "engine_heldout"),
+        ("stop_when_policy_is_down", "heldout_eval"),
         ("tests/rollout/test_rollout_heldout_seeds.py",),
         limit=15,
     ),
     Target(
+        "lockstep",
+        "agentgym/rollout/lockstep.py",
+        (
+            "LockstepBatches.act",
+            "LockstepBatches._waiting",
+            "LockstepBatches.flush_if_all_asked",
+            "LockstepBatches._assign_lanes",
+            "LockstepBatches._send",
+        ),
+        (
+            "tests/rollout/test_rollout_lockstep.py",
+            "tests/rollout/test_play_pinned.py",
+            "tests/rl/test_rl_rollouts_pinned.py",
+        ),
+        limit=40,
+    ),
+    Target(
         "heldout-seed-choice",
         "agentgym/rl/heldout.py",
-        ("distinct_task_seeds", "heldout_eval"),
+        ("distinct_task_seeds", "seed_task_mapper"),
         ("tests/rollout/test_rollout_heldout_seeds.py",),
         limit=15,
     ),
@@ -777,11 +794,6 @@ EQUIVALENT: dict[str, str] = {
     "sandbox-limits:Worker._start_exec:cmp:+16.15": (
         "the explicit kill of a finished run moves to runs that ended on their own; the run's "
         "whole process group is SIGKILLed on the next line in both cases"
-    ),
-    "heldout-seeds:engine_heldout:bool:+28.16": (
-        "partial=True instead of False: the seeds are exactly the target's groups, so a "
-        "partial call also starts every one and ends when nothing runs; with nothing "
-        "carried over, the episodes and counts are the same"
     ),
     "advantages:_codes:bool:+8.91": (
         "astype(copy=True) instead of copy=False: the same codes, one more copy"

@@ -407,9 +407,7 @@ def _play_mode(
     (an infrastructure failure to ``rows.failures``), with a progress bar."""
     from tqdm.auto import tqdm
 
-    from agentgym.rl.heldout import temperature
-    from agentgym.rollout import EpisodeCallbacks
-    from agentgym.rollout.heldout import engine_heldout
+    from agentgym.rollout.heldout import heldout_eval, temperature
 
     samples = cfg.samples_per_task
     bar = tqdm(
@@ -440,7 +438,7 @@ def _play_mode(
 
     try:
         with temperature(policy, cfg.temperature if mode == "sampled" else None):
-            engine_heldout(
+            heldout_eval(
                 cfg.env_id,
                 policy,
                 episodes=cfg.episodes,
@@ -451,7 +449,9 @@ def _play_mode(
                 num_envs=cfg.num_envs,
                 seed=cfg.seed,
                 samples_per_task=samples,
-                callbacks=EpisodeCallbacks(**callbacks, on_episode=on_episode),
+                on_episode=on_episode,
+                asynchronous=True,
+                **callbacks,
             )
     finally:
         bar.close()

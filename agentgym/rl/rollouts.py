@@ -1,11 +1,12 @@
 """Rollouts for group-based RL: N envs per task sharing the seed, and trees of branches.
 
-Both kinds run on one engine, :func:`run_chains`: a list of *starts* (a fresh reset with a
-seed, or a restored snapshot plus its chat), a pool of env slots, and a policy. Each turn
-every active slot contributes one :class:`~agentgym.agents.PolicyInput` and the policy is
-called ONCE for all of them; envs finish at different turns and are stepped only while
-active; a freed slot takes the next pending start. The chat the policy reads is kept here
-(system prompt, task, last ``history_turns`` turn pairs), so it can be branched with the env.
+Group rollouts are played by the rollout engine (:mod:`agentgym.rollout`) in its lockstep
+mode. Trees still run on :func:`run_chains`: a list of *starts* (a fresh reset with a seed,
+or a restored snapshot plus its chat), a pool of env slots, and a policy. Each turn every
+active slot contributes one :class:`~agentgym.agents.PolicyInput` and the policy is called
+ONCE for all of them; envs finish at different turns and are stepped only while active; a
+freed slot takes the next pending start. The chat the policy reads is kept here (system
+prompt, task, last ``history_turns`` turn pairs), so it can be branched with the env.
 
 * :func:`group_rollouts` — GRPO / GiGPO: for each task seed, ``group_size`` chains from the
   same reset. Each step row keeps its anchor ``state_key`` (the state BEFORE the action).
@@ -24,7 +25,11 @@ from typing import Any
 import numpy as np
 
 from agentgym.agents.base import Policy, PolicyInput
+from agentgym.rollout.engine import EpisodeCallbacks, RolloutConfig, RolloutEngine
 from agentgym.rollout.events import EpisodeSummary, StepEvent
+from agentgym.rollout.faults import CollectionError, FailureRunError
+from agentgym.rollout.records import Episode
+from agentgym.rollout.sources import PoolEnvSource
 from agentgym.rollout.steps import (
     Chat,
     RolloutBatch,
@@ -240,53 +245,80 @@ def group_rollouts(
     history_turns: int | None = 1,
     group_prefix: str = "",
     traj_counter: Callable[[], int] | None = None,
-    on_chain_end: Callable[[Chain], None] | None = None,
+    on_episode: Callable[[Episode], None] | None = None,
     on_reset: Callable[[int, int, dict, dict], None] | None = None,
     on_step: Callable[[StepEvent], None] | None = None,
     on_end: Callable[[int, EpisodeSummary], None] | None = None,
+    env_timeout_s: float = 600.0,
 ) -> RolloutBatch:
     """``group_size`` chains per task seed, all sharing that seed (GRPO / GiGPO).
 
-    ``on_reset``/``on_step``/``on_end``: see :func:`run_chains` (e.g. a recorder's
-    ``play_callbacks``); chain ``k`` is the ``k % group_size``-th of seed
-    ``seeds[k // group_size]``.
+    Played by the rollout engine in lockstep mode over ``pool``: one policy call per turn
+    for every running chain, chains started in order as envs free up (a freed env goes to
+    the next chain highest lane first, as this loop always did), so a seeded sampling
+    policy gives the same batch every time. Chain ``k`` is the ``k % group_size``-th of seed
+    ``seeds[k // group_size]``; trajectory ids come from ``traj_counter`` in that order.
+
+    An env that crashes or does not answer within ``env_timeout_s`` ends its attempt as an
+    infrastructure failure, and the chain is played again from reset; a group whose chain
+    still fails is left out of the batch (never scored as a zero). ``on_episode(episode)``
+    sees every attempt as it ends; ``on_reset``/``on_step``/``on_end`` are
+    :func:`agentgym.episodes.play`'s callbacks (e.g. a recorder's ``play_callbacks``; their
+    ``slot`` names the attempt). An exception in the policy or a callback is raised here.
     """
     t0 = time.perf_counter()
-    starts = [
-        Start(group_id=f"{group_prefix}{seed}", seed=int(seed))
-        for seed in seeds
-        for _ in range(group_size)
-    ]
-    stats: dict[str, float] = {}
-    chains = run_chains(
-        pool,
-        policy,
-        starts,
-        next_traj_id=traj_counter or _Counter(),
+    if not seeds:
+        return RolloutBatch([], 0, 0, 0, 0.0)
+    tokens = _TokenCount(on_step)
+    config = RolloutConfig(
+        group_size=group_size,
+        max_in_flight=pool.num_envs,
+        partial=False,
         history_turns=history_turns,
-        stats=stats,
-        on_chain_end=on_chain_end,
-        on_reset=on_reset,
-        on_step=on_step,
-        on_end=on_end,
+        env_timeout_s=env_timeout_s,
+        group_prefix=group_prefix,
+        lockstep=True,
+        lane_reuse="highest",
     )
-    trajs = [
-        Trajectory(
-            c.steps[0].traj_id if c.steps else -1,
-            c.start.group_id,
-            c.start.seed,
-            c.task_id,
-            c.steps,
-        )
-        for c in chains
-    ]
+    hooks = EpisodeCallbacks(on_reset, tokens, on_end, on_episode)
+    engine = RolloutEngine(PoolEnvSource(pool), policy, [int(s) for s in seeds], config, hooks)
+    try:
+        collection = engine.collect_sync(len(seeds))
+    except CollectionError as exc:
+        if isinstance(exc, FailureRunError):
+            raise
+        raise exc.error from None  # the policy's or a callback's own exception
+    finally:
+        engine.close()
+    played = [ep for g in collection.groups if g.usable for ep in g.members]
+    next_id = traj_counter or _Counter()
+    trajs = []
+    for ep in sorted(played, key=lambda ep: ep.index):
+        traj_id = next_id()
+        for row in ep.steps:
+            row.traj_id, row.policy_version = traj_id, None
+        trajs.append(Trajectory(traj_id, ep.group_id, ep.seed, ep.task_id, ep.steps))
     return RolloutBatch(
         trajs,
-        int(stats.get("env_steps", 0)),
-        int(stats.get("policy_calls", 0)),
-        int(stats.get("tokens", 0)),
+        collection.summary.env_steps,
+        len(engine.policy_batches),
+        tokens.n,
         time.perf_counter() - t0,
     )
+
+
+class _TokenCount:
+    """An ``on_step`` that counts the generations' token ids, then passes the event on."""
+
+    def __init__(self, then: Callable[[StepEvent], None] | None):
+        self.then = then
+        self.n = 0
+
+    def __call__(self, event: StepEvent) -> None:
+        ids = event.generation.token_ids
+        self.n += 0 if ids is None else len(ids)
+        if self.then is not None:
+            self.then(event)
 
 
 @dataclass

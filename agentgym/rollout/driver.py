@@ -45,8 +45,8 @@ from agentgym.wrappers.chat import observation_message
 T = TypeVar("T")
 
 SLOT_POLL_S = 0.05
-"""How often an episode waiting for an env slot looks again (a slot can come back from a
-worker thread, e.g. once a replaced worker process is up)."""
+"""How often an episode waiting for an env slot looks again at the latest, when no slot
+came back meanwhile (one coming back wakes it at once)."""
 
 #: Phases in which a hard cancel leaves the env in an unknown state.
 ENV_PHASES = ("reset", "step")
@@ -169,7 +169,7 @@ class EpisodeDriver:
                 return False
             if call.stopping or call.error is not None:
                 return False
-            await asyncio.sleep(SLOT_POLL_S)
+            await self.slots.returned(SLOT_POLL_S)
         return True
 
     async def _acquire(self) -> Any:

@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Literal
 
 from agentgym.agents.base import Policy
 from agentgym.error import InvalidConfigError
@@ -90,8 +91,14 @@ class RolloutConfig:
     lockstep: bool = False
     """Every turn is ONE policy call with every running episode's request, in lane order
     (:mod:`~agentgym.rollout.lockstep`): reproducible batches for a batched synchronous
-    policy that draws random numbers, as :func:`agentgym.episodes.play` needs. A policy
-    error then stops the call (it is the policy's, not the infrastructure's)."""
+    policy that draws random numbers, as :func:`agentgym.episodes.play` and the trainer's
+    group rollouts need. Episodes then start one by one as envs free up (a group may be
+    bigger than ``max_in_flight``; its other members start as its first ones end), and a
+    policy error stops the call (it is the policy's, not the infrastructure's)."""
+    lane_reuse: Literal["lowest", "highest"] = "lowest"
+    """Lockstep: which freed lane an episode that starts later takes first (``lowest``:
+    what :func:`agentgym.episodes.play` did; ``highest``: what the trainer's group
+    rollouts did)."""
     failure_run_limit: int | None = None
     """Infrastructure failures in a row, with no episode finishing between them, that stop
     a call with :class:`~agentgym.rollout.faults.FailureRunError` (the env source or the
@@ -101,7 +108,7 @@ class RolloutConfig:
     def __post_init__(self) -> None:
         if self.group_size < 1:
             raise InvalidConfigError(f"group_size must be at least 1, got {self.group_size}.")
-        if self.max_in_flight < self.group_size:
+        if self.max_in_flight < self.group_size and not self.lockstep:
             raise InvalidConfigError(
                 f"max_in_flight ({self.max_in_flight}) must hold at least one group "
                 f"(group_size {self.group_size})."
@@ -171,7 +178,11 @@ class RolloutEngine:
                 f"{source.capacity} envs; lower max_in_flight or give it more envs."
             )
         self.source = source
-        self._lockstep = LockstepBatches(policy) if self.config.lockstep else None  # type: ignore[arg-type]
+        self._lockstep = (
+            LockstepBatches(policy, self.config.lane_reuse)  # type: ignore[arg-type]
+            if self.config.lockstep
+            else None
+        )
         self.policy = as_async(policy)
         self._seeds: Iterator[int] = iter(seeds)
         self._exhausted = False
@@ -203,6 +214,14 @@ class RolloutEngine:
     def carried(self) -> list[Episode]:
         """Unfinished episodes waiting for the next collect call."""
         return [ep for g in self._open for ep in g.members if not ep.ended]
+
+    @property
+    def policy_batches(self) -> list[int]:
+        """Size of every batch sent to a batched synchronous policy so far, in order
+        (empty for an async policy)."""
+        if self._lockstep is not None:
+            return self._lockstep.batch_sizes
+        return list(getattr(self.policy, "batch_sizes", []))
 
     @property
     def slots_out(self) -> int:
@@ -433,6 +452,12 @@ class RolloutEngine:
             self._start(call, ep)
         if call.failure_run and self._tasks:
             return
+        if self._lockstep is not None:  # episode by episode, as envs free up
+            while not self._exhausted and len(self._tasks) < room:
+                if not self.config.partial and call.launched >= target_groups:
+                    return
+                self._launch_group(call, room)
+            return
         k = self.config.group_size
         room = max(k, room)
         while not self._exhausted and len(self._tasks) + k <= room:
@@ -447,7 +472,9 @@ class RolloutEngine:
         waiting = [ep for g in self._open for ep in g.members if not ep.ended and ep.driver is None]
         return sorted(waiting, key=lambda ep: ep.slot is None)
 
-    def _launch_group(self, call: CallState) -> None:
+    def _launch_group(self, call: CallState, room: int | None = None) -> None:
+        """Draw the next seed and start its group's members (only those that fit in
+        ``room``; the others wait in the open group, see :meth:`_waiting`)."""
         try:
             seed = int(next(self._seeds))
         except StopIteration:
@@ -460,7 +487,8 @@ class RolloutEngine:
         group = Group(gid, seed, [self._new_episode(gid, seed, m, first + m) for m in range(k)])
         self._open.append(group)
         for ep in group.members:
-            self._start(call, ep)
+            if room is None or len(self._tasks) < room:
+                self._start(call, ep)
 
     def _start(self, call: CallState, ep: Episode) -> None:
         """Give ``ep`` a task, unless one drives it already (never two)."""

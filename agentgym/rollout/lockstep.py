@@ -6,9 +6,10 @@ but no policy request goes out alone. Requests wait until every running episode 
 and asked too); then the batched policy is called ONCE with all of them, in lane order.
 
 Lanes are what make a lockstep run reproducible: episode ``k`` starts in lane ``k`` when
-there is room, and an episode that starts later takes the lowest lane freed by the turn
-that ended its predecessor (episodes that start together take those lanes in episode
-order). A policy that draws random numbers therefore sees the same batches in the same
+there is room, and an episode that starts later takes a lane freed by the turn that ended
+its predecessor: the lowest one first (``lane_reuse="lowest"``), or the highest
+(``"highest"``, the order of the trainer's group rollouts); episodes that start together
+take those lanes in episode order. A policy that draws random numbers therefore sees the same batches in the same
 order on every run, whichever env thread happened to answer first, and this is the order
 in which :func:`agentgym.episodes.play` has always batched its episodes.
 """
@@ -16,7 +17,6 @@ in which :func:`agentgym.episodes.play` has always batched its episodes.
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 
@@ -33,13 +33,20 @@ class LockstepBatches:
     episode's request, and wakes the engine through ``wake``.
     """
 
-    def __init__(self, policy: Policy):
+    def __init__(self, policy: Policy, lane_reuse: str = "lowest"):
         if asyncio.iscoroutinefunction(getattr(policy, "act", None)):
             raise InvalidConfigError(
                 "lockstep needs a batched synchronous policy (act(list) -> list); "
                 f"{type(policy).__name__}.act is a coroutine. Use lockstep=False for it."
             )
+        if lane_reuse not in ("lowest", "highest"):
+            raise InvalidConfigError(
+                f"lane_reuse must be 'lowest' or 'highest', got {lane_reuse!r}."
+            )
         self.policy = policy
+        self.lane_reuse = lane_reuse
+        self._top = 0
+        """Lanes ever used; a newcomer beyond them takes a new lane."""
         self.wake: Callable[[], None] = lambda: None
         self._asked: dict[Episode, tuple[PolicyInput, asyncio.Future[Generation]]] = {}
         self._lanes: dict[Episode, int] = {}
@@ -76,13 +83,20 @@ class LockstepBatches:
         self._turn = loop.create_task(self._send(batch))
 
     def _assign_lanes(self, running: Collection[Episode]) -> list[Episode]:
-        """Keep the lanes of episodes that still run; give the newcomers the lowest free
-        ones in episode order; return ``running`` in lane order."""
+        """Keep the lanes of episodes that still run; give the newcomers, in episode
+        order, the free lanes (lowest or highest first, ``lane_reuse``) and then new
+        ones; return ``running`` in lane order."""
         self._lanes = {ep: lane for ep, lane in self._lanes.items() if ep in running}
         taken = set(self._lanes.values())
-        free = (lane for lane in itertools.count() if lane not in taken)
+        free = [lane for lane in range(self._top) if lane not in taken]
+        if self.lane_reuse == "highest":
+            free.reverse()
         for ep in sorted((ep for ep in running if ep not in self._lanes), key=_episode_order):
-            self._lanes[ep] = next(free)
+            if free:
+                self._lanes[ep] = free.pop(0)
+            else:
+                self._lanes[ep] = self._top
+                self._top += 1
         return sorted(running, key=self._lanes.__getitem__)
 
     async def _send(

@@ -9,6 +9,7 @@ server session, and must not stall the event loop; the count drops once it is ba
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
@@ -27,6 +28,7 @@ class SlotLedger:
         """Exceptions a source raised while taking a slot back (the slot is counted back)."""
         self._lock = threading.Lock()
         self._pending: set[Future[None]] = set()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rollout-release")
 
     def live_capacity(self) -> int | None:
@@ -43,9 +45,31 @@ class SlotLedger:
             return True
 
     def untake(self) -> None:
-        """A counted slot that never came (the acquire failed or was dropped)."""
+        """A slot is back, or a counted slot never came (the acquire failed or was
+        dropped): count it back and wake the episodes waiting for one."""
         with self._lock:
             self.out -= 1
+            waiters, self._waiters = self._waiters, []
+        for loop, waiter in waiters:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_settle, waiter)
+
+    async def returned(self, timeout_s: float) -> None:
+        """Wait until a slot comes back (at once when one is free already), at most
+        ``timeout_s`` (the source may also grow back on its own)."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            capacity = self.source.capacity
+            if capacity is None or self.out < capacity:
+                return
+            self._waiters.append((loop, waiter))
+        try:
+            await asyncio.wait({waiter}, timeout=timeout_s)
+        finally:
+            with self._lock:
+                if (loop, waiter) in self._waiters:
+                    self._waiters.remove((loop, waiter))
 
     def give_back(self, slot: EnvSlot, *, healthy: bool) -> None:
         """Return ``slot`` to the source in a worker thread (inline once closed)."""
@@ -89,3 +113,8 @@ class SlotLedger:
     def _forget(self, future: Future[None]) -> None:
         with self._lock:
             self._pending.discard(future)
+
+
+def _settle(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

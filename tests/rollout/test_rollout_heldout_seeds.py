@@ -1,8 +1,8 @@
 """Which held-out episodes are played, and with which settings (issue 38, mutation target).
 
-``agentgym eval`` (:func:`agentgym.rollout.heldout.engine_heldout`) and the trainer's
-held-out evaluation (:func:`agentgym.rl.heldout.heldout_eval`) must play exactly the tasks
-their arguments name: episode ``k`` of ``episodes`` tasks x ``samples_per_task`` is reset
+The one held-out evaluator, :func:`agentgym.rollout.heldout.heldout_eval` (``agentgym eval``
+runs it asynchronously, the trainer and the learning protocol in lockstep), must play
+exactly the tasks its arguments name: episode ``k`` of ``episodes`` tasks x ``samples_per_task`` is reset
 with seed ``seed + k // samples_per_task`` on the test split, and
 :func:`~agentgym.rl.heldout.distinct_task_seeds` picks the first seeds whose tasks are new.
 """
@@ -10,6 +10,7 @@ with seed ``seed + k // samples_per_task`` on the test split, and
 from __future__ import annotations
 
 import asyncio
+import inspect
 import io
 import sys
 from collections.abc import Sequence
@@ -24,8 +25,8 @@ from agentgym.agents.http import PolicyRequestError
 from agentgym.agents.scripted import OraclePolicy
 from agentgym.error import InvalidConfigError
 from agentgym.rl.heldout import distinct_task_seeds, heldout_eval
-from agentgym.rollout import CollectionError, EpisodeCallbacks
-from agentgym.rollout.heldout import engine_heldout, stop_when_policy_is_down
+from agentgym.rollout import CollectionError
+from agentgym.rollout.heldout import stop_when_policy_is_down
 from agentgym.rollout.records import Episode
 
 SOKOBAN = "agentgym/Sokoban-Tiny-v0"
@@ -51,20 +52,28 @@ class Watching:
         return self.inner.act(items)
 
 
-def _played(**kwargs: Any) -> list[Episode]:
+def _played(asynchronous: bool = True, **kwargs: Any) -> list[Episode]:
     episodes: list[Episode] = []
-    engine_heldout(SOKOBAN, callbacks=EpisodeCallbacks(on_episode=episodes.append), **kwargs)
+    heldout_eval(SOKOBAN, on_episode=episodes.append, asynchronous=asynchronous, **kwargs)
     return sorted(episodes, key=lambda ep: ep.index)
 
 
-def test_engine_heldout_plays_seed_plus_task_index_on_the_test_split() -> None:
-    played = _played(policy=OraclePolicy(), episodes=3, samples_per_task=2, seed=5, num_envs=4)
+@pytest.mark.parametrize("asynchronous", [True, False])
+def test_heldout_plays_seed_plus_task_index_on_the_test_split(asynchronous: bool) -> None:
+    played = _played(
+        asynchronous,
+        policy=OraclePolicy(),
+        episodes=3,
+        samples_per_task=2,
+        seed=5,
+        num_envs=4,
+    )
     assert [(ep.index, ep.seed) for ep in played] == [(k, 5 + k // 2) for k in range(6)]
     assert [ep.task_id for ep in played] == tasks_of([5, 5, 6, 6, 7, 7])
     assert all(ep.status == "done" and ep.success for ep in played)
 
 
-def test_engine_heldout_defaults_one_sample_sampled_one_past_turn() -> None:
+def test_heldout_defaults_one_sample_sampled_one_past_turn() -> None:
     policy = Watching()
     played = _played(policy=policy, episodes=3, env_kwargs={"max_turns": 4})
     assert [ep.seed for ep in played] == [0, 1, 2]  # one sample per task, from seed 0
@@ -72,15 +81,16 @@ def test_engine_heldout_defaults_one_sample_sampled_one_past_turn() -> None:
     assert max(n for _, n in policy.seen) <= 4  # system, first observation, one past turn
 
 
-def test_engine_heldout_greedy_sets_temperature_zero_for_the_run_only() -> None:
+def test_heldout_greedy_sets_temperature_zero_for_the_run_only() -> None:
     policy = Watching()
     _played(policy=policy, episodes=2, greedy=True)
     assert {t for t, _ in policy.seen} == {0.0} and policy.temperature == 0.7
 
 
-def test_engine_heldout_keeps_at_most_num_envs_in_flight_by_default() -> None:
-    """First requests wait until 16 have come (the default ``num_envs``), and a little
-    longer, so that a 17th episode in flight would be seen waiting too."""
+def test_heldout_keeps_at_most_num_envs_in_flight_by_default() -> None:
+    """First requests wait until ``num_envs`` (its default) have come, and a little longer,
+    so that one more episode in flight would be seen waiting too."""
+    default = inspect.signature(heldout_eval).parameters["num_envs"].default
 
     class Barrier:
         def __init__(self) -> None:
@@ -91,18 +101,18 @@ def test_engine_heldout_keeps_at_most_num_envs_in_flight_by_default() -> None:
             if len(item.messages) <= 2 and not self.full.is_set():
                 self.waiting += 1
                 self.most = max(self.most, self.waiting)
-                if self.waiting == 16:
+                if self.waiting == default:
                     await asyncio.sleep(0.2)  # room for a 17th to show up (none may)
                     self.full.set()
                 await self.full.wait()
             return self.inner.act([item])[0]
 
     policy = Barrier()
-    played = _played(policy=policy, episodes=20)  # type: ignore[arg-type]
-    assert len(played) == 20 and policy.most == 16
+    played = _played(policy=policy, episodes=default + 4)  # type: ignore[arg-type]
+    assert len(played) == default + 4 and policy.most == default
 
 
-def test_engine_heldout_retries_a_failing_episode_once_then_stops() -> None:
+def test_heldout_retries_a_failing_episode_once_then_stops() -> None:
     class Down:
         calls = 0
 
@@ -111,17 +121,17 @@ def test_engine_heldout_retries_a_failing_episode_once_then_stops() -> None:
             raise PolicyRequestError("HTTP 503 from the model server", status=503)
 
     with pytest.raises(CollectionError, match="HTTP 503") as raised:
-        engine_heldout(SOKOBAN, Down(), episodes=1)  # type: ignore[arg-type]
+        heldout_eval(SOKOBAN, Down(), episodes=1, asynchronous=True)  # type: ignore[arg-type]
     assert Down.calls == 2 and isinstance(raised.value.__cause__, PolicyRequestError)
 
 
 @pytest.mark.parametrize(("episodes", "samples"), [(0, 1), (1, 0), (-1, 2)])
-def test_engine_heldout_needs_an_episode_and_a_sample(episodes: int, samples: int) -> None:
+def test_heldout_needs_an_episode_and_a_sample(episodes: int, samples: int) -> None:
     with pytest.raises(InvalidConfigError, match="episodes and samples_per_task"):
-        engine_heldout(SOKOBAN, OraclePolicy(), episodes=episodes, samples_per_task=samples)
+        heldout_eval(SOKOBAN, OraclePolicy(), episodes=episodes, samples_per_task=samples)
 
 
-def test_engine_heldout_of_one_episode_plays_it() -> None:
+def test_heldout_of_one_episode_plays_it() -> None:
     assert [ep.seed for ep in _played(policy=OraclePolicy(), episodes=1, seed=9)] == [9]
 
 

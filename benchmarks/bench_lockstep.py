@@ -1,0 +1,81 @@
+"""Lockstep on the rollout engine: per-step cost against the loops it replaced (issue 33).
+
+``agentgym.episodes.play`` (``agentgym run``, ``demo``, ``demos``) and the trainer's
+``group_rollouts`` had their own episode loops until commit 643b316; now both call the
+rollout engine in lockstep mode (an asyncio task per episode, env calls in worker threads,
+one policy call per turn). This section times both paths with today's code and with
+643b316's, each in a fresh process, alternating new/old (ABAB) so that the machine's load
+falls on both, with the same seeds, so both play the same episodes (the pinned tests show
+they are byte-identical). The policy is the seeded random policy (a few microseconds a
+call), so the figures are the loop's own cost around the env: the worst case. Figures per
+env step, median over the rounds: wall ms and CPU ms of the whole process (every thread).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from benchmarks.basecommit import alternate
+from benchmarks.timing import load
+
+BASE = "643b316"
+
+_CHILD = r"""
+import json, sys, time
+import gymnasium as gym
+import agentgym
+from agentgym.agents.scripted import RandomPolicy
+from agentgym.episodes import play
+from agentgym.rl.rollouts import group_rollouts
+from agentgym.vector import EnvPool
+
+env_id, episodes, envs, group = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), 8
+out = {}
+play(env_id, RandomPolicy(0), episodes=envs, num_envs=envs, progress=False)  # warm up
+t0, c0 = time.perf_counter(), time.process_time()
+summaries = play(env_id, RandomPolicy(1), episodes=episodes, num_envs=envs, progress=False)
+steps = sum(s.turns for s in summaries)
+out["play"] = [(time.perf_counter() - t0) / steps * 1e3, (time.process_time() - c0) / steps * 1e3, steps]
+with EnvPool([lambda: gym.make(env_id)] * envs) as pool:
+    group_rollouts(pool, RandomPolicy(0), [0], group_size=group)  # warm up
+    t0, c0 = time.perf_counter(), time.process_time()
+    batch = group_rollouts(pool, RandomPolicy(2), list(range(episodes // group)), group_size=group)
+    out["group_rollouts"] = [(time.perf_counter() - t0) / batch.env_steps * 1e3,
+                             (time.process_time() - c0) / batch.env_steps * 1e3, batch.env_steps]
+print(json.dumps(out))
+"""
+
+CASES = {
+    "Sokoban-Tiny-v0": ("agentgym/Sokoban-Tiny-v0", 256, 32),
+    "Household-v0": ("agentgym/Household-v0", 64, 16),
+}
+
+
+def run(quick: bool = False) -> str:
+    rounds = 2 if quick else 4
+    lines = [
+        "## Lockstep on the rollout engine: per-step cost against the loops it replaced (issue 33)",
+        "",
+        (__doc__ or "").split("\n\n", 1)[1].strip().replace("\n", " "),
+        "",
+        "| env | path | episodes x envs | steps | wall ms/step, today | 643b316 | today / 643b316 "
+        "| CPU ms/step, today | 643b316 | today / 643b316 |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, (env_id, episodes, envs) in CASES.items():
+        runs = alternate(_CHILD, [env_id, str(episodes), str(envs)], rounds, commit=BASE)
+        if runs is None:
+            lines.append(f"| {name} | - | skipped: commit {BASE} not available | | | | | | | |")
+            continue
+        for path in ("play", "group_rollouts"):
+            new = [r[path] for r in runs["new"]]
+            old = [r[path] for r in runs["old"]]
+            wall = (statistics.median(r[0] for r in new), statistics.median(r[0] for r in old))
+            cpu = (statistics.median(r[1] for r in new), statistics.median(r[1] for r in old))
+            lines.append(
+                f"| {name} | `{path}` | {episodes} x {envs} | {new[0][2]} | {wall[0]:.3f} | "
+                f"{wall[1]:.3f} | {wall[0] / wall[1]:.2f}x | {cpu[0]:.3f} | {cpu[1]:.3f} | "
+                f"{cpu[0] / cpu[1]:.2f}x |"
+            )
+    lines += ["", f"{rounds} rounds of each side, alternating. {load()}."]
+    return "\n".join(lines)
