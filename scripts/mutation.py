@@ -578,7 +578,7 @@ TARGETS: tuple[Target, ...] = (
         "heldout-seeds",
         "agentgym/rollout/heldout.py",
         ("stop_when_policy_is_down", "heldout_eval"),
-        ("tests/rollout/test_rollout_heldout_seeds.py",),
+        ("tests/rollout/test_rollout_heldout_seeds.py", "tests/rl/test_rl_rollouts_pinned.py"),
         limit=15,
     ),
     Target(
@@ -597,6 +597,7 @@ TARGETS: tuple[Target, ...] = (
             "tests/rl/test_rl_rollouts_pinned.py",
         ),
         limit=40,
+        timeout_s=60.0,  # a mutant that never sends a turn waits forever
     ),
     Target(
         "heldout-seed-choice",

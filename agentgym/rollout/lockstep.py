@@ -71,12 +71,9 @@ class LockstepBatches:
         return entry is not None and entry[1].get_loop() is loop and not entry[1].done()
 
     def flush_if_all_asked(self, running: Collection[Episode]) -> None:
-        """Send the turn's batch when every episode in ``running`` waits for its action
-        and no batch is out."""
-        if not running or (self._turn is not None and not self._turn.done()):
-            return
-        loop = asyncio.get_running_loop()
-        if not all(self._waiting(ep, loop) for ep in running):
+        """Send the turn's batch when every episode in ``running`` waits for its action."""
+        loop = asyncio.get_running_loop()  # while a turn is out, nobody waits to be sent
+        if not running or not all(self._waiting(ep, loop) for ep in running):
             return
         order = self._assign_lanes(running)
         batch = [(ep, *self._asked.pop(ep)) for ep in order]

@@ -24,7 +24,7 @@ from agentgym.agents.base import Generation, PolicyInput
 from agentgym.agents.http import PolicyRequestError
 from agentgym.agents.scripted import OraclePolicy
 from agentgym.error import InvalidConfigError
-from agentgym.rl.heldout import distinct_task_seeds, heldout_eval
+from agentgym.rl.heldout import distinct_task_seeds, heldout_eval, seed_task_mapper
 from agentgym.rollout import CollectionError
 from agentgym.rollout.heldout import stop_when_policy_is_down
 from agentgym.rollout.records import Episode
@@ -205,3 +205,21 @@ def test_distinct_task_seeds_start_skip_exclude_and_run_out() -> None:
     assert distinct_task_seeds(task_of, 5, max_tries=7) == [0, 1, 3, 4, 6]
     with pytest.raises(InvalidConfigError, match="found only 4 distinct tasks in 5 seeds"):
         distinct_task_seeds(task_of, 5, max_tries=5)
+
+
+def test_distinct_task_seeds_looks_at_a_hundred_thousand_seeds_by_default() -> None:
+    with pytest.raises(InvalidConfigError, match="found only 1 distinct tasks in 100000 seeds"):
+        distinct_task_seeds(lambda seed: "same", 2)
+
+
+def test_seed_task_mapper_names_the_task_a_reset_gives_on_the_split_and_kwargs() -> None:
+    task_of, close = seed_task_mapper(SOKOBAN, "test")
+    try:
+        assert [task_of(s) for s in (0, 5, 9)] == tasks_of([0, 5, 9])
+    finally:
+        close()
+    two_boxes, close = seed_task_mapper(SOKOBAN, "test", {"num_boxes": 2})
+    try:
+        assert "-b2-" in two_boxes(0) and "-b1-" in tasks_of([0])[0]
+    finally:
+        close()

@@ -122,6 +122,15 @@ def test_play_raises_the_policy_error_itself() -> None:
         play(SOKOBAN, Broken(), episodes=3, num_envs=2, progress=False)
 
 
+def test_a_policy_that_answers_fewer_inputs_than_it_was_given_is_named() -> None:
+    class Short:
+        def act(self, inputs: Sequence[PolicyInput]) -> list[Generation]:
+            return [Generation(text="")] * (len(inputs) - 1)
+
+    with pytest.raises(InvalidConfigError, match=r"Short\.act returned 1 generations for 2"):
+        play(SOKOBAN, Short(), episodes=2, num_envs=2, progress=False)
+
+
 def test_lockstep_refuses_an_async_policy() -> None:
     config = RolloutConfig(group_size=1, max_in_flight=1, lockstep=True)
     refused = pytest.raises(InvalidConfigError, match="lockstep needs a batched synchronous")
