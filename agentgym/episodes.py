@@ -20,7 +20,6 @@ from agentgym.error import InvalidConfigError
 from agentgym.registry import get_record
 from agentgym.rollout.engine import EpisodeCallbacks, RolloutConfig, RolloutEngine
 from agentgym.rollout.events import EpisodeSummary, StepEvent
-from agentgym.rollout.faults import CollectionError, FailureRunError
 from agentgym.rollout.records import Episode
 from agentgym.rollout.sources import PoolEnvSource
 from agentgym.vector import EnvPool
@@ -89,14 +88,9 @@ def play(
         PoolEnvSource(pool), policy, range(seed, seed + episodes), config, tally.callbacks()
     )
     try:
-        engine.collect_sync(episodes, on_group=lambda _group: bar.update(1))
-    except CollectionError as exc:
-        if isinstance(exc, FailureRunError):
-            raise
-        raise exc.error from None  # the policy's or a callback's own exception
+        engine.run_to_end(episodes, on_group=lambda _group: bar.update(1))
     finally:
         bar.close()
-        engine.close()
         pool.close()
     return [tally.summaries[k] for k in sorted(tally.summaries)]
 

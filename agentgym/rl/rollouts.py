@@ -27,7 +27,6 @@ import numpy as np
 from agentgym.agents.base import Policy, PolicyInput
 from agentgym.rollout.engine import EpisodeCallbacks, RolloutConfig, RolloutEngine
 from agentgym.rollout.events import EpisodeSummary, StepEvent
-from agentgym.rollout.faults import CollectionError, FailureRunError
 from agentgym.rollout.records import Episode
 from agentgym.rollout.sources import PoolEnvSource
 from agentgym.rollout.steps import (
@@ -282,14 +281,7 @@ def group_rollouts(
     )
     hooks = EpisodeCallbacks(on_reset, tokens, on_end, on_episode)
     engine = RolloutEngine(PoolEnvSource(pool), policy, [int(s) for s in seeds], config, hooks)
-    try:
-        collection = engine.collect_sync(len(seeds))
-    except CollectionError as exc:
-        if isinstance(exc, FailureRunError):
-            raise
-        raise exc.error from None  # the policy's or a callback's own exception
-    finally:
-        engine.close()
+    collection = engine.run_to_end(len(seeds))
     played = [ep for g in collection.groups if g.usable for ep in g.members]
     next_id = traj_counter or _Counter()
     trajs = []

@@ -46,6 +46,8 @@ from agentgym.rollout.driver import CallState, EpisodeDriver, drop_request, noti
 from agentgym.rollout.events import EpisodeSummary, StepEvent
 from agentgym.rollout.faults import (
     INTERRUPTED,
+    CollectionError,
+    FailureRunError,
     RunOfFailures,
     cause_kind,
     collection_error,
@@ -291,6 +293,22 @@ class RolloutEngine:
         return run_bounded(
             self.collect_and_close(target_groups, policy_version=policy_version, on_group=on_group)
         )
+
+    def run_to_end(
+        self, target_groups: int, *, on_group: Callable[[Group], None] | None = None
+    ) -> Collection:
+        """:meth:`collect_sync`, then :meth:`close`, for a caller with one batch of work
+        (``play``, group rollouts, held-out evaluation). In lockstep mode the exception a
+        local policy or a callback raised is raised as itself, not wrapped in a
+        :class:`~agentgym.rollout.faults.CollectionError` (a run of failures still is)."""
+        try:
+            return self.collect_sync(target_groups, on_group=on_group)
+        except CollectionError as exc:
+            if self.config.lockstep and not isinstance(exc, FailureRunError):
+                raise exc.error from None
+            raise
+        finally:
+            self.close()
 
     async def collect_and_close(
         self,

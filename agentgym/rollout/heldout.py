@@ -42,7 +42,6 @@ from agentgym.error import InvalidConfigError
 from agentgym.registry import get_record
 from agentgym.rollout.engine import EpisodeCallbacks, RolloutConfig, RolloutEngine
 from agentgym.rollout.events import EpisodeSummary, StepEvent
-from agentgym.rollout.faults import CollectionError, FailureRunError
 from agentgym.rollout.records import CollectionSummary, Episode
 from agentgym.rollout.sources import EnvSource, LocalEnvSource, PoolEnvSource
 from agentgym.vector import EnvPool
@@ -198,7 +197,7 @@ def heldout_eval(
             )
         with temperature(policy, 0.0 if greedy else None):
             engine = RolloutEngine(source, policy, groups, config, hooks)
-            collection = _collect(engine, len(groups))
+            collection = engine.run_to_end(len(groups))
     finally:
         bar.close()
         if pool is not None:
@@ -248,16 +247,3 @@ def _hooks(given: EpisodeCallbacks, retries: int, asynchronous: bool, bar: Any) 
             stop(ep)
 
     return EpisodeCallbacks(given.on_reset, given.on_step, given.on_end, on_episode)
-
-
-def _collect(engine: RolloutEngine, groups: int) -> Any:
-    """Run the engine to the end; in lockstep mode a local policy's or a callback's own
-    exception is raised as itself."""
-    try:
-        return engine.collect_sync(groups)
-    except CollectionError as exc:
-        if engine.config.lockstep and not isinstance(exc, FailureRunError):
-            raise exc.error from None
-        raise
-    finally:
-        engine.close()
