@@ -50,12 +50,15 @@ __all__ = [
 _LAZY_SUBMODULES = frozenset(
     {
         "agents",
+        "algos",
         "distributed",
         "envs",
         "episodes",
         "evaluation",
         "integrations",
+        "pools",
         "rl",
+        "rollout",
         "simulators",
         "testing",
         "trajectory",

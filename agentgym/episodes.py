@@ -17,12 +17,12 @@ from tqdm.auto import tqdm
 
 from agentgym.agents.base import Policy
 from agentgym.error import InvalidConfigError
+from agentgym.pools import EnvPool
 from agentgym.registry import get_record
 from agentgym.rollout.engine import EpisodeCallbacks, RolloutConfig, RolloutEngine
 from agentgym.rollout.events import EpisodeSummary, StepEvent
 from agentgym.rollout.records import Episode
 from agentgym.rollout.sources import PoolEnvSource
-from agentgym.vector import EnvPool
 from agentgym.wrappers.chat import ChatHistory
 
 

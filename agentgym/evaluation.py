@@ -26,9 +26,11 @@ from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.wrappers import TimeLimit
 
-from agentgym.agents.base import Policy, PolicyInput
+from agentgym.agents.base import Policy
 from agentgym.error import InvalidConfigError
+from agentgym.rollout.starts import EpisodeStart
 
 __all__ = [
     "EvalConfig",
@@ -224,30 +226,6 @@ class EvalReport:
         return out
 
 
-def _play(
-    env: gym.Env, policy: Policy, task_id: str, seed: int, user_seed: int, max_steps: int
-) -> tuple[bool, float, bool]:
-    obs, info = env.reset(seed=seed, options={"task_id": task_id, "user_seed": user_seed})
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": info.get("system_prompt", "")},
-        {"role": "user", "content": obs["text"]},
-    ]
-    total, sim_error = 0.0, False
-    for _ in range(max_steps):
-        gen = policy.act([PolicyInput(messages=list(messages), info=info, env=env.unwrapped)])[0]
-        obs, reward, terminated, truncated, step_info = env.step(gen.text)
-        info = {**info, **step_info}
-        total += float(reward)
-        sim_error = sim_error or bool(step_info.get("sim_error"))
-        messages += [
-            {"role": "assistant", "content": gen.text},
-            {"role": "user", "content": obs["text"]},
-        ]
-        if terminated or truncated:
-            return bool(step_info.get("success", False)), total, sim_error
-    return False, total, sim_error
-
-
 def evaluate(
     env: str | gym.Env | Callable[[], gym.Env],
     policy: Policy,
@@ -260,40 +238,128 @@ def evaluate(
 ) -> EvalReport:
     """Play every task ``n`` times with independent user seeds; report pass@k and pass^k.
 
+    The trials are played one after the other by the rollout engine
+    (:class:`~agentgym.rollout.RolloutEngine`, lockstep with one env): trial ``t`` of task
+    ``i`` resets with seed ``seed + i * n + t`` and options ``{"task_id": ..., "user_seed":
+    ...}``. The policy reads the whole conversation: the env's system prompt (when it has
+    one), the first observation, then every action and observation.
+
     Args:
-        env: An env id, an env, or a factory. Envs that take ``options["user_seed"]`` (the
-            user envs) vary only the user between trials; others ignore it.
+        env: An env id, an env (used as it is and left open: it is the caller's), or a
+            factory. Envs that take ``options["user_seed"]`` (the user envs) vary only the
+            user between trials; others ignore it.
         policy: Any :class:`agentgym.agents.Policy` (called with one input per turn; the
             ``PolicyInput.env`` field is set for privileged scripted policies).
         tasks: Task ids, or how many of the env's split to take (the first ones).
         n: Trials per task.
         ks: The ``k`` values to report (each at most ``n``).
         seed: Base seed of the trials' env and user seeds.
-        max_steps: Safety bound on one episode's length.
+        max_steps: Safety bound on one episode's length (a trial cut there fails).
+
+    Raises:
+        The env's own exception when a reset or step raises (no trial is retried: a
+        pass^k over trials that were quietly replayed would not be what it says).
     """
-    if isinstance(env, str):
-        made: gym.Env = gym.make(env)
-    elif isinstance(env, gym.Env):
-        made = env
-    else:
-        made = env()
     bad = [k for k in ks if not 1 <= k <= n]
     if bad:
         raise InvalidConfigError(f"every k must be in 1..n={n}; got {bad}.")
-    if isinstance(tasks, int):
-        unwrapped: Any = made.unwrapped
-        task_ids = list(unwrapped.task_ids()[:tasks])
-    else:
-        task_ids = list(tasks)
+    made, source = _one_env_source(env, max_steps)
+    try:
+        task_ids = list(tasks) if not isinstance(tasks, int) else _first_tasks(made, tasks)
+        starts = [
+            EpisodeStart(
+                seed + ti * n + trial,
+                options={"task_id": task_id, "user_seed": user_seed_for(seed, ti, trial)},
+            )
+            for ti, task_id in enumerate(task_ids)
+            for trial in range(n)
+        ]
+        episodes, sim_errors = _play_trials(source, policy, starts)
+    finally:
+        source.close()
     results = []
     for ti, task_id in enumerate(task_ids):
         res = TaskResult(task_id)
-        for trial in range(n):
-            us = user_seed_for(seed, ti, trial)
-            ok, ret, err = _play(made, policy, task_id, seed + ti * n + trial, us, max_steps)
-            res.successes.append(ok)
-            res.user_seeds.append(us)
-            res.returns.append(ret)
-            res.sim_errors += int(err)
+        for k in range(ti * n, (ti + 1) * n):
+            res.successes.append(episodes[k].success)
+            res.user_seeds.append(int(starts[k].options["user_seed"]))  # type: ignore[index]
+            res.returns.append(episodes[k].total_reward)
+            res.sim_errors += int(k in sim_errors)
         results.append(res)
     return EvalReport(results, tuple(ks))
+
+
+class _Borrowed(gym.Wrapper):
+    """A caller's env, bounded to ``max_steps`` and never closed here: it is theirs."""
+
+    def close(self) -> None:
+        pass
+
+
+def _one_env_source(
+    env: str | gym.Env | Callable[[], gym.Env], max_steps: int
+) -> tuple[gym.Env, Any]:
+    """The env, and a source that lends exactly it (the one given, or made from the id or
+    factory), with a ``max_steps`` limit. It cannot replace a failed env, so a failure ends
+    the run."""
+    from agentgym.rollout.sources import LocalEnvSource
+
+    if isinstance(env, gym.Env):
+        made: gym.Env = _Borrowed(env)
+    else:
+        made = gym.make(env) if isinstance(env, str) else env()
+    lent: list[gym.Env] = []
+
+    def only_this_one() -> gym.Env:
+        if lent:
+            raise InvalidConfigError("evaluate plays on one env, which failed; see the cause.")
+        lent.append(made)
+        return TimeLimit(made, max_steps)
+
+    source = LocalEnvSource("", factory=only_this_one)
+    source.capacity = 1  # the next trial waits until this one's env is back
+    return made, source
+
+
+def _first_tasks(env: gym.Env, count: int) -> list[str]:
+    unwrapped: Any = env.unwrapped
+    return list(unwrapped.task_ids()[:count])
+
+
+def _play_trials(
+    source: Any, policy: Policy, starts: list[EpisodeStart]
+) -> tuple[list[Any], set[int]]:
+    """Every trial played to its end, in order; the trials whose user simulator erred."""
+    from agentgym.rollout import EpisodeCallbacks, RolloutConfig, RolloutEngine
+    from agentgym.rollout.faults import FailureRunError
+
+    sim_errors: set[int] = set()
+    failed: list[Any] = []
+
+    def watch(event: Any) -> None:
+        if event.info.get("sim_error"):
+            sim_errors.add(event.episode)
+
+    def note_failure(ep: Any) -> None:
+        if ep.status != "done":
+            failed.append(ep)
+
+    config = RolloutConfig(
+        group_size=1,
+        max_in_flight=1,
+        partial=False,
+        history_turns=None,
+        lockstep=True,
+        episode_retries=0,
+        failure_run_limit=1,
+    )
+    hooks = EpisodeCallbacks(on_step=watch, on_episode=note_failure)
+    engine = RolloutEngine(source, policy, starts, config, hooks)
+    try:
+        collection = engine.run_to_end(len(starts))
+    except FailureRunError:
+        if failed and failed[0].error is not None:
+            raise failed[0].error from None
+        raise
+    episodes = sorted((ep for g in collection.groups for ep in g.members), key=lambda e: e.index)
+    return episodes, sim_errors

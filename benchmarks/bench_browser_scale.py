@@ -194,7 +194,7 @@ def worker_pool(processes: int, seconds: float, pinned: int = 0) -> dict[str, An
     import gymnasium as gym
 
     import agentgym  # noqa: F401
-    from agentgym.vector import EnvPool
+    from agentgym.pools import EnvPool
 
     factory = functools.partial(gym.make, ENV_ID)
     pool = EnvPool([factory] * processes, backend="process", pin_cpus=bool(pinned))

@@ -2,13 +2,14 @@
 
 ``agentgym.episodes.play`` (``agentgym run``, ``demo``, ``demos``) and the trainer's
 ``group_rollouts`` had their own episode loops until commit 643b316; now both call the
-rollout engine in lockstep mode (an asyncio task per episode, env calls in worker threads,
-one policy call per turn). This section times both paths with today's code and with
-643b316's, each in a fresh process, alternating new/old (ABAB) so that the machine's load
-falls on both, with the same seeds, so both play the same episodes (the pinned tests show
-they are byte-identical). The policy is the seeded random policy (a few microseconds a
-call), so the figures are the loop's own cost around the env: the worst case. Figures per
-env step, median over the rounds: wall ms and CPU ms of the whole process (every thread).
+rollout engine in lockstep mode (an asyncio task per episode, one policy call per turn,
+each turn's env calls handed to worker threads together under one timer). This section
+times both paths with today's code and with 643b316's, each in a fresh process,
+alternating new/old (ABAB) so that the machine's load falls on both, with the same seeds,
+so both play the same episodes (the pinned tests show they are byte-identical). The policy
+is the seeded random policy (a few microseconds a call), so the figures are the loop's own
+cost around the env: the worst case. Figures per env step, median over the rounds: wall ms
+and CPU ms of the whole process (every thread).
 """
 
 from __future__ import annotations
@@ -26,8 +27,12 @@ import gymnasium as gym
 import agentgym
 from agentgym.agents.scripted import RandomPolicy
 from agentgym.episodes import play
-from agentgym.rl.rollouts import group_rollouts
-from agentgym.vector import EnvPool
+try:  # today's layout
+    from agentgym.rollout.groups import group_rollouts
+    from agentgym.pools import EnvPool
+except ImportError:  # the layout of the base commit
+    from agentgym.rl.rollouts import group_rollouts
+    from agentgym.vector import EnvPool
 
 env_id, episodes, envs, group = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), 8
 out = {}
@@ -52,7 +57,7 @@ CASES = {
 
 
 def run(quick: bool = False) -> str:
-    rounds = 2 if quick else 4
+    rounds = 2 if quick else 6
     lines = [
         "## Lockstep on the rollout engine: per-step cost against the loops it replaced (issue 33)",
         "",
@@ -62,6 +67,7 @@ def run(quick: bool = False) -> str:
         "| CPU ms/step, today | 643b316 | today / 643b316 |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    ratios: list[tuple[float, float]] = []  # (CPU today / base, its ms difference)
     for name, (env_id, episodes, envs) in CASES.items():
         runs = alternate(_CHILD, [env_id, str(episodes), str(envs)], rounds, commit=BASE)
         if runs is None:
@@ -72,10 +78,38 @@ def run(quick: bool = False) -> str:
             old = [r[path] for r in runs["old"]]
             wall = (statistics.median(r[0] for r in new), statistics.median(r[0] for r in old))
             cpu = (statistics.median(r[1] for r in new), statistics.median(r[1] for r in old))
+            ratios.append((cpu[0] / cpu[1], cpu[0] - cpu[1]))
             lines.append(
                 f"| {name} | `{path}` | {episodes} x {envs} | {new[0][2]} | {wall[0]:.3f} | "
                 f"{wall[1]:.3f} | {wall[0] / wall[1]:.2f}x | {cpu[0]:.3f} | {cpu[1]:.3f} | "
                 f"{cpu[0] / cpu[1]:.2f}x |"
             )
     lines += ["", f"{rounds} rounds of each side, alternating. {load()}."]
+    if ratios:
+        lines += ["", _reading(ratios)]
     return "\n".join(lines)
+
+
+def _reading(ratios: list[tuple[float, float]]) -> str:
+    """What the rows say against issue 33's "no slower", from this run's own figures."""
+    low, high = min(r for r, _ in ratios), max(r for r, _ in ratios)
+    extra = max(d for _, d in ratios)
+    verdict = (
+        "the engine is no slower than the old loops here"
+        if high <= 1.05
+        else f'issue 33\'s "no slower" is **not met** on these steps: the engine takes '
+        f"{low:.2f}x-{high:.2f}x the old loops' CPU per step, at most {extra * 1e3:.0f} us more"
+    )
+    return (
+        f"Reading: {verdict}. The old loops called ``pool.step`` once per turn from one "
+        "thread; the engine runs each episode as an asyncio task (a policy future, a task "
+        "switch, the chat and step records, the fault bookkeeping per step), and hands each "
+        "turn's env calls to its worker threads together under one timer. That fixed cost "
+        "is tens of microseconds per step; against a learned policy's step (the word "
+        "policy's RL runs in the learning section cost tens of milliseconds of CPU per env "
+        "step) it is under 0.1%, but with a scripted policy over the cheapest envs (demos, "
+        "``agentgym run --policy random``) it shows. History of this figure: 2.0x-3.0x when "
+        "the engine took these paths over, 1.3x-1.7x after batching a turn's env calls, "
+        "lending pool envs without a thread hop and settling groups only when an episode "
+        "ended."
+    )

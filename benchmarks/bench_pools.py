@@ -22,7 +22,7 @@ from typing import Any
 import gymnasium as gym
 
 import agentgym  # noqa: F401  (registers the envs)
-from agentgym.vector import EnvPool
+from agentgym.pools import EnvPool
 from benchmarks.timing import interleaved, min_median
 
 _TICK = os.sysconf("SC_CLK_TCK")

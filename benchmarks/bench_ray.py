@@ -84,8 +84,7 @@ def _row(name: str, envs: int, actors: str, sps: float, base: float | None) -> s
 def run(quick: bool = False) -> str:
     import ray
 
-    from agentgym.distributed import RayEnvPool, ensure_ray
-    from agentgym.vector import EnvPool
+    from agentgym.pools import EnvPool, RayEnvPool, ensure_ray
 
     ensure_ray(num_cpus=2)
     rounds_cpu = 60 if quick else 300
@@ -97,8 +96,8 @@ def run(quick: bool = False) -> str:
         "Machine: 2-core CPU, no GPU, shared with other jobs while measured (figures are "
         "indicative). Env: `agentgym/Sokoban-Tiny-v0`; every round steps all envs with "
         "`pool.step({i: action})`; finished episodes are reset. Baseline: the local "
-        "`agentgym.vector.EnvPool` (threads, and sync) on the same env and actions. Ray: "
-        "`agentgym.distributed.RayEnvPool` on a local Ray (2 CPUs, actors at 0.25 CPU). "
+        "`agentgym.pools.EnvPool` (threads, and sync) on the same env and actions. Ray: "
+        "`agentgym.pools.RayEnvPool` on a local Ray (2 CPUs, actors at 0.25 CPU). "
         f"`io` adds {IO_DELAY_S * 1000:.0f} ms of waiting to each step (an I/O-bound env).",
         "",
         "| pool | envs | actors x slots | env steps/s | us per step | vs baseline |",
@@ -173,7 +172,7 @@ def _add_node(cluster: Any) -> Any:
 
 
 def _node_pool(factory: Callable[[], gym.Env], spread: bool, **kw: Any) -> Any:
-    from agentgym.distributed import RayEnvPool
+    from agentgym.pools import RayEnvPool
 
     return RayEnvPool(
         [factory] * NODE_ACTORS,
@@ -253,7 +252,7 @@ _KILL_CHILD = """
 import json, sys, time
 import ray
 from ray.cluster_utils import Cluster
-from agentgym.distributed import RayEnvPool  # today's or the old commit's, by PYTHONPATH
+from agentgym.distributed import RayEnvPool  # the old name: NODES_BASE_COMMIT has no pools/
 from agentgym.parsing import render_tool_call
 sys.path.insert(0, sys.argv[1])  # the repository, for tests/ (agentgym is imported already)
 from tests.distributed.ray_test_envs import kill_node

@@ -11,7 +11,7 @@ from benchmarks.timing import interleaved
 
 
 def _advantage_rows(quick: bool) -> list[str]:
-    from agentgym.rl import advantages as adv
+    from agentgym.algos import advantages as adv
 
     rng = np.random.default_rng(0)
     n = 100_000

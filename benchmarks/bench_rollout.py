@@ -9,7 +9,7 @@ process (a py-spy profile at 256 in flight puts them at 3-9% of that process's C
 All three modes send their requests through the same `agentgym.rollout.AsyncHTTPPolicy`
 client and keep the same number of episodes in flight (64 or 256):
 
-* **lockstep** — `agentgym.rl.rollouts.group_rollouts` (the trainer's loop): each turn
+* **lockstep** — `agentgym.rollout.groups.group_rollouts` (the trainer's loop): each turn
   every active env waits for the whole batch of replies, then all envs step together;
   ``in flight / 4`` groups per call.
 * **async** — `agentgym.rollout.RolloutEngine` with ``partial=False``: each env
@@ -50,9 +50,9 @@ import gymnasium as gym
 
 import agentgym  # noqa: F401  (registers the envs)
 from agentgym.agents.base import Generation, PolicyInput
-from agentgym.rl.rollouts import group_rollouts
+from agentgym.pools import EnvPool
 from agentgym.rollout import AsyncHTTPPolicy, LocalEnvSource, RolloutConfig, RolloutEngine
-from agentgym.vector import EnvPool
+from agentgym.rollout.groups import group_rollouts
 from tests.fake_llm_server import FakeLLMServer, LognormalLatency
 
 ENVS = ("agentgym/Sokoban-Tiny-v0", "agentgym/WebShopText-v0", "agentgym/CodeMath-L1-v0")

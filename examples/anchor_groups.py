@@ -22,8 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from agentgym.rl.gigpo import anchor_group_stats
-from agentgym.rl.trainer import TrainConfig, Trainer
+from agentgym.algos.gigpo import anchor_group_stats
+from agentgym.algos.trainer import TrainConfig, Trainer
 
 
 def main() -> None:

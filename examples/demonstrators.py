@@ -23,8 +23,8 @@ SPLITS = {
 def success_table(tasks: int, max_turns: dict[str, list[int]]) -> list[dict[str, Any]]:
     """One row per (env, demonstrator, turn limit, split)."""
     from agentgym.agents.scripted import OraclePolicy
-    from agentgym.rl.demos import observer_for
-    from agentgym.rl.heldout import distinct_task_seeds, heldout_eval, seed_task_mapper
+    from agentgym.algos.demos import observer_for
+    from agentgym.algos.heldout import distinct_task_seeds, heldout_eval, seed_task_mapper
 
     rows = []
     for env_id, splits in SPLITS.items():

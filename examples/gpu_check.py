@@ -67,8 +67,8 @@ def household_inputs(n: int, seed: int = 0) -> tuple[Any, list[Any]]:
     import gymnasium as gym
 
     from agentgym.agents.base import PolicyInput
+    from agentgym.pools import EnvPool
     from agentgym.rollout.steps import Chat
-    from agentgym.vector import EnvPool
 
     pool = EnvPool([functools.partial(gym.make, ENV, max_turns=30)] * n, backend="sync")
     started = pool.reset(seeds=[seed + k for k in range(n)])
@@ -144,7 +144,7 @@ def hf_policy(size: dict[str, Any], device: str, tmp: Path) -> Any:
     import transformers
 
     from agentgym.agents.hf import HFPolicy
-    from agentgym.rl.demos import random_texts
+    from agentgym.algos.demos import random_texts
 
     texts = [t for ep in random_texts(ENV, {"max_turns": 8}, episodes=8) for t in ep]
     tok = tokenizers.Tokenizer(tokenizers.models.BPE(unk_token="<unk>"))
@@ -186,7 +186,7 @@ def inference(size: dict[str, Any], device: str, tmp: Path) -> dict[str, Any]:
 
     from agentgym.agents.transformer import TransformerConfig, TransformerPolicy
     from agentgym.agents.wordmodel import WordConfig, WordPolicy, build_vocabulary
-    from agentgym.rl.demos import random_texts
+    from agentgym.algos.demos import random_texts
 
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     vocab = build_vocabulary(random_texts(ENV, {"max_turns": 8}, episodes=16), 2)
@@ -223,8 +223,8 @@ def rl_phase(size: dict[str, Any], device: str, out: Path) -> dict[str, Any]:
     """Explorer demos, SFT of a larger word transformer, GiGPO from it; held-out success
     (greedy) before and after; each stage stops at its time box."""
     from agentgym.agents.wordmodel import WordConfig
-    from agentgym.rl.demos import record_demos
-    from agentgym.rl.trainer import TrainConfig, Trainer
+    from agentgym.algos.demos import record_demos
+    from agentgym.algos.trainer import TrainConfig, Trainer
 
     kwargs = {"max_turns": 30}
     res: dict[str, Any] = {}

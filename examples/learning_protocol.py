@@ -163,8 +163,8 @@ def _model(p: Protocol) -> Any:
 
 def demos_and_sft(p: Protocol, out: Path, demo_seed: int) -> Path:
     """The SFT start of one demonstration seed (demos recorded on the train split)."""
-    from agentgym.rl.demos import record_demos
-    from agentgym.rl.trainer import TrainConfig, train
+    from agentgym.algos.demos import record_demos
+    from agentgym.algos.trainer import TrainConfig, train
 
     pre = _preset(p)
     sft = out / f"sft-d{demo_seed}"
@@ -229,8 +229,8 @@ def demos_and_sft(p: Protocol, out: Path, demo_seed: int) -> Path:
 
 def _trainer_class() -> Any:
     """A Trainer that also records GiGPO's anchor statistics of every batch."""
-    from agentgym.rl.gigpo import anchor_group_stats
-    from agentgym.rl.trainer import Trainer
+    from agentgym.algos.gigpo import anchor_group_stats
+    from agentgym.algos.trainer import Trainer
 
     class AnchorTrainer(Trainer):
         """Records each GiGPO batch's anchor statistics (with its iteration) in
@@ -260,7 +260,7 @@ def rl_run(p: Protocol, run_dir: Path, algo: str, init: Path, seed: int, lr: flo
     """One RL run (``algo``: a label of :data:`RUNS`) from ``init`` at its share of the
     protocol's env-step budget; its checkpoint. A run killed part-way resumes from its last
     checkpoint."""
-    from agentgym.rl.trainer import TrainConfig
+    from agentgym.algos.trainer import TrainConfig
 
     pre = _preset(p)
     marker = run_dir / "done.json"
@@ -320,7 +320,7 @@ def evaluate(
     from agentgym.agents.load import load_checkpoint_state
     from agentgym.agents.transformer import TransformerPolicy
     from agentgym.agents.wordmodel import WordPolicy, is_word_state
-    from agentgym.rl.heldout import heldout_eval
+    from agentgym.algos.heldout import heldout_eval
 
     got = _done(cache)
     if got is not None and got.get("seeds") == seeds:
@@ -359,8 +359,8 @@ def demonstrator_success(p: Protocol, out: Path, sets: dict[str, list[int]]) -> 
     """Success of the demonstrator (noise-free) on 200 train tasks and on every task set:
     what cloning it can reach at most (cached in ``demonstrator.json``)."""
     from agentgym.agents.scripted import OraclePolicy
-    from agentgym.rl.demos import observer_for
-    from agentgym.rl.heldout import heldout_eval
+    from agentgym.algos.demos import observer_for
+    from agentgym.algos.heldout import heldout_eval
 
     path = out / "demonstrator.json"
     got = _done(path)
@@ -387,7 +387,7 @@ def demonstrator_success(p: Protocol, out: Path, sets: dict[str, list[int]]) -> 
 
 def task_sets(p: Protocol, out: Path) -> dict[str, list[int]]:
     """valid, table and re-evaluation seeds: distinct tasks, the two test sets disjoint."""
-    from agentgym.rl.heldout import distinct_task_seeds, seed_task_mapper
+    from agentgym.algos.heldout import distinct_task_seeds, seed_task_mapper
 
     path = out / "task_sets.json"
     got = _done(path)
@@ -550,10 +550,10 @@ def anchor_probe(
     import gymnasium as gym
 
     from agentgym.agents.scripted import NoisyPolicy, OraclePolicy
+    from agentgym.algos.gigpo import GiGPOConfig, anchor_group_stats
+    from agentgym.pools import EnvPool
     from agentgym.registry import get_record
-    from agentgym.rl.gigpo import GiGPOConfig, anchor_group_stats
-    from agentgym.rl.rollouts import group_rollouts
-    from agentgym.vector import EnvPool
+    from agentgym.rollout.groups import group_rollouts
 
     path = out / "anchor_probe.json"
     got = _done(path)
@@ -600,7 +600,7 @@ def _sgn(mean: float, se: float) -> str:
 
 def summarise(results: dict[str, Any]) -> dict[str, Any]:
     """Means, SEs and paired differences per algorithm, set and mode."""
-    from agentgym.rl.heldout import mean_se, paired_difference
+    from agentgym.algos.heldout import mean_se, paired_difference
 
     start = {int(d): v for d, v in results["start"].items()}
     summary: dict[str, Any] = {"start": {}, "algos": {}, "vs": {}}
@@ -862,7 +862,7 @@ def plot(results: dict[str, Any], summary: dict[str, Any], out: Path, png: Path)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from agentgym.rl.curves import trailing_mean
+    from agentgym.algos.curves import trailing_mean
 
     p = results["protocol"]
     fig, ax = plt.subplots(figsize=(6, 4))

@@ -30,7 +30,7 @@ def _one(job: dict) -> str:
 
     torch.set_num_threads(1)
     from agentgym.agents.transformer import TransformerConfig
-    from agentgym.rl.trainer import TrainConfig, train
+    from agentgym.algos.trainer import TrainConfig, train
 
     cfg = TrainConfig(
         env_id=job["env"],
@@ -84,7 +84,7 @@ def _mean_std(values: list[float]) -> str:
 
 
 def summarise(out: Path, algos: list[str], seeds: list[int], env: str, budget: int) -> str:
-    from agentgym.rl.trainer import plot_curves
+    from agentgym.algos.trainer import plot_curves
 
     runs = {
         a: [_read(out / f"{a}-s{s}") for s in seeds if (out / f"{a}-s{s}" / "metrics.csv").exists()]

@@ -17,7 +17,7 @@ import argparse
 import torch
 
 from agentgym.agents.transformer import TransformerConfig
-from agentgym.rl import TrainConfig, train
+from agentgym.algos import TrainConfig, train
 
 
 def main() -> None:

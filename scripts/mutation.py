@@ -111,7 +111,7 @@ TARGETS: tuple[Target, ...] = (
     ),
     Target(
         "advantages",
-        "agentgym/rl/advantages.py",
+        "agentgym/algos/advantages.py",
         (
             "group_normalize",
             "discounted_returns",
@@ -600,8 +600,61 @@ TARGETS: tuple[Target, ...] = (
         timeout_s=60.0,  # a mutant that never sends a turn waits forever
     ),
     Target(
+        "branch-starts",
+        "agentgym/rollout/driver.py",
+        ("EpisodeDriver._begin", "EpisodeDriver._keep_branch_point", "EpisodeDriver._report_end"),
+        ("tests/rollout/test_rollout_starts.py", "tests/rl/test_rl_rollouts_pinned.py"),
+        limit=25,
+        timeout_s=90.0,
+    ),
+    Target(
+        "branch-slots",
+        "agentgym/rollout/sources.py",
+        ("_snapshotting", "_LocalSlot.restore", "_PoolSlot.restore", "_PoolSlot.reset"),
+        ("tests/rollout/test_rollout_starts.py",),
+        limit=15,
+        timeout_s=90.0,
+    ),
+    Target(
+        "trees",
+        "agentgym/rollout/groups.py",
+        ("_Forest.branches", "_Forest.absorb", "_Forest.leaves", "tree_rollouts", "_play_chains"),
+        ("tests/rl/test_rl_rollouts_pinned.py", "tests/rl/test_rl_rollouts.py"),
+        limit=25,
+        timeout_s=120.0,
+    ),
+    Target(
+        "evaluate",
+        "agentgym/evaluation.py",
+        ("evaluate", "_one_env_source", "_play_trials"),
+        (
+            "tests/users/test_users_evaluate_pinned.py",
+            "tests/users/test_users_evaluate_failures.py",
+            "tests/users/test_users_core.py",
+        ),
+        limit=25,
+        timeout_s=90.0,
+    ),
+    Target(
+        "lockstep-env-calls",
+        "agentgym/rollout/lockstep.py",
+        (
+            "TurnEnvCalls.call",
+            "TurnEnvCalls._send",
+            "_Workers.put",
+            "_Workers._work",
+            "_Batch.send",
+            "_Batch._run",
+            "_Batch._done",
+            "_Batch._answer",
+        ),
+        ("tests/rollout/test_rollout_lockstep_steps.py",),
+        limit=40,
+        timeout_s=150.0,  # a mutant without the batch timer waits for the hung call (60 s)
+    ),
+    Target(
         "heldout-seed-choice",
-        "agentgym/rl/heldout.py",
+        "agentgym/algos/heldout.py",
         ("distinct_task_seeds", "seed_task_mapper"),
         ("tests/rollout/test_rollout_heldout_seeds.py",),
         limit=15,
@@ -708,6 +761,14 @@ TARGETS: tuple[Target, ...] = (
 #: Survivors that no test can kill because the mutant behaves exactly like the original.
 #: id -> why. The report prints these under "equivalent".
 EQUIVALENT: dict[str, str] = {
+    "lockstep-env-calls:_Batch.send:bool:+8.31": (
+        "the outcome recorded for a call whose future was cancelled before the batch went out "
+        "is never read: _answer skips every future that is already done"
+    ),
+    "lockstep-env-calls:_Batch._answer:cmp:+5.11": (
+        "a timer left running after the batch was answered fires later into a batch whose "
+        "futures are all done: the second answer settles nothing (no outcome changes)"
+    ),
     "core-options:AgentEnv.__init__:bool:+34.21": (
         "_done's value before the first reset: step() and snapshot() raise ResetNeeded until "
         "reset, and reset sets _done before anything reads it"

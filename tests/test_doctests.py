@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["agentgym.spaces", "agentgym.parsing", "agentgym.tasks", "agentgym.vector"]
+MODULES = ["agentgym.spaces", "agentgym.parsing", "agentgym.tasks", "agentgym.pools.local"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -28,9 +28,7 @@ ALLOWED: dict[str, str] = {
     "agentgym/agents/load.py::load_policy": SPLIT,
     "agentgym/integrations/openrlhf.py::make_agent_classes": SPLIT,
     "agentgym/integrations/trl.py::environment_class": SPLIT,
-    "agentgym/rl/advantages.py::gigpo_advantages": SPLIT,
-    "agentgym/rl/rollouts.py::run_chains": SPLIT,
-    "agentgym/rl/rollouts.py::tree_rollouts": SPLIT,
+    "agentgym/algos/advantages.py::gigpo_advantages": SPLIT,
 }
 
 

@@ -32,9 +32,19 @@ def test_readme_record_line_works_after_a_plain_import(tmp_path):
     assert done.stdout.strip() == "Record" and path.stat().st_size > 0
 
 
-@pytest.mark.parametrize("name", ["wrappers", "testing", "trajectory", "vector", "rl"])
+@pytest.mark.parametrize(
+    "name", ["wrappers", "testing", "trajectory", "pools", "algos", "rollout", "agents"]
+)
 def test_subpackages_are_attributes(name):
     assert getattr(agentgym, name).__name__ == f"agentgym.{name}"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"), [("rl", "algos"), ("vector", "pools.local"), ("distributed", "pools.ray")]
+)
+def test_old_subpackage_names_are_attributes_too(old, new):
+    """The names kept for existing code (tests/test_layout_old_names.py) reach the new ones."""
+    assert getattr(agentgym, old).__name__ == f"agentgym.{new}"
 
 
 def test_an_unknown_attribute_still_raises_attribute_error():

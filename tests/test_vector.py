@@ -15,7 +15,7 @@ import pytest
 
 import agentgym  # noqa: F401
 from agentgym.error import InvalidConfigError
-from agentgym.vector import EnvPool, worker_cpus
+from agentgym.pools import EnvPool, worker_cpus
 from tests.fake_envs import CpuReportingEnv, RaisingEnv
 from tests.rollout.faulty import make_stuck_first
 
@@ -129,7 +129,7 @@ def test_a_dead_process_worker_fails_its_own_step_and_leaves_the_others_in_step(
 
 _CTRL_C_CHILD = """
 import sys, time
-from agentgym.vector import EnvPool
+from agentgym.pools import EnvPool
 from agentgym.episodes import ChatEnvFactory
 pool = EnvPool([ChatEnvFactory("agentgym/Sokoban-Tiny-v0", {}, 4)] * 2, backend="process")
 pool.reset(seeds=[0, 1])  # both workers are up and waiting for their next command

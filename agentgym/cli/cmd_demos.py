@@ -53,7 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentgym.rl.demos import record_demos
+    from agentgym.algos.demos import record_demos
 
     stats = record_demos(
         args.env_id,

@@ -13,7 +13,7 @@ Writes ``metrics.csv``, ``eval.csv`` (held-out test success), ``tb/`` (TensorBoa
 holds a run is refused: ``--resume`` continues it, ``--overwrite`` replaces it. Ctrl-C saves
 a checkpoint at the last finished iteration (exit 130); ``--resume`` goes on from there.
 
-The options are the fields of ``agentgym.rl.TrainConfig``, with its defaults and docs: no
+The options are the fields of ``agentgym.algos.TrainConfig``, with its defaults and docs: no
 options trains ``TrainConfig()``. A nested setting is ``--loss.clip-low``; ``--d-model``,
 ``--layers`` and ``--context`` set both the byte (``--model.*``) and word (``--word.*``) model.
 """
@@ -28,7 +28,7 @@ from agentgym.cli.args import check_device, check_env_args, progress_wanted
 from agentgym.cli.from_config import ConfigFlags, Flag, Shared, add_deferred
 
 if TYPE_CHECKING:
-    from agentgym.rl.trainer import TrainConfig
+    from agentgym.algos.trainer import TrainConfig
 
 CONTEXTS = ("latest", "dialogue")
 
@@ -77,8 +77,8 @@ SHARED = (
 
 
 def config_flags() -> ConfigFlags[TrainConfig]:
-    """The flags of :class:`~agentgym.rl.trainer.TrainConfig` (the one source of defaults)."""
-    from agentgym.rl.trainer import TrainConfig
+    """The flags of :class:`~agentgym.algos.trainer.TrainConfig` (the one source of defaults)."""
+    from agentgym.algos.trainer import TrainConfig
 
     return ConfigFlags(TrainConfig, FLAGS, SHARED)
 
@@ -110,7 +110,7 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentgym.rl.trainer import Trainer
+    from agentgym.algos.trainer import Trainer
 
     cfg = train_config(args)
     check_env_args(cfg.env_id, cfg.env_kwargs, "train")  # typed errors before any env is built

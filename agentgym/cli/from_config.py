@@ -24,7 +24,7 @@ Example:
     >>> import argparse
     >>> from dataclasses import dataclass
     >>> from agentgym.cli.from_config import ConfigFlags
-    >>> from agentgym.rl.losses import PPOLossConfig
+    >>> from agentgym.algos.losses import PPOLossConfig
     >>> flags = ConfigFlags(PPOLossConfig)
     >>> parser = argparse.ArgumentParser()
     >>> flags.add_to(parser)

@@ -8,7 +8,6 @@ module                 what it gives
 =====================  ======================================================
 ``session``            :class:`TextSession` (reset -> messages + tools; step -> new messages)
 ``tokens``             token-level episodes (prompt/response ids, env tokens masked)
-``offline``            a tokenizer and a scripted model for examples and tests (no download)
 ``verl``               an agent loop (``AgentLoopBase``) and a ``BaseInteraction``
 ``verl_agent``         a verl-agent style environment manager (GiGPO anchors)
 ``trl``                an ``environment_factory`` class for ``GRPOTrainer``

@@ -15,8 +15,8 @@ reward, ``done``, and in the infos ``is_action_valid`` and ``won``.
 The prompts are text (``"image": None``): an observation's images are replaced by a note
 saying they were left out.
 
-The envs live in any pool with the :class:`agentgym.vector.EnvPool` API, so passing a
-:class:`agentgym.distributed.RayEnvPool` puts them on Ray actors.
+The envs live in any pool with the :class:`agentgym.pools.EnvPool` API, so passing a
+:class:`agentgym.pools.RayEnvPool` puts them on Ray actors.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import gymnasium as gym
 import numpy as np
 
 from agentgym.error import InvalidConfigError
-from agentgym.vector import EnvPool
+from agentgym.pools import EnvPool
 from agentgym.wrappers.chat import observation_message
 
 __all__ = ["AgentGymEnvironmentManager"]

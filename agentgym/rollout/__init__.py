@@ -10,8 +10,10 @@
   policy on ``httpx.AsyncClient``, and a batching wrapper for synchronous policies.
 * :mod:`~agentgym.rollout.sources` — where envs come from (local ids, an ``EnvPool``).
 * :mod:`~agentgym.rollout.records` — episodes, groups, a collection and its summary.
+* :mod:`~agentgym.rollout.starts` — where an episode begins: reset options, or a snapshot
+  to branch from (Tree-GRPO), and the branch points an episode keeps.
 * :mod:`~agentgym.rollout.training` — collected groups as the flat arrays
-  :mod:`agentgym.rl`'s estimators take, infrastructure failures left out.
+  :mod:`agentgym.algos`'s estimators take, infrastructure failures left out.
 """
 
 from __future__ import annotations
@@ -28,12 +30,14 @@ from agentgym.rollout.sources import (
     ServeEnvSource,
     ServeSessionError,
 )
+from agentgym.rollout.starts import BranchPoint, EpisodeStart
 from agentgym.rollout.training import TrainingArrays, training_arrays
 
 __all__ = [
     "AsyncHTTPPolicy",
     "AsyncPolicy",
     "BatchingPolicy",
+    "BranchPoint",
     "Collection",
     "CollectionError",
     "CollectionSummary",
@@ -41,6 +45,7 @@ __all__ = [
     "EnvSource",
     "Episode",
     "EpisodeCallbacks",
+    "EpisodeStart",
     "FailureRunError",
     "Group",
     "InfraFailure",

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agentgym.agents.base import Generation, PolicyInput
+from agentgym.pools import StepResult
 from agentgym.rollout.events import EpisodeSummary, StepEvent
 from agentgym.rollout.faults import (
     INTERRUPTED,
@@ -38,8 +39,8 @@ from agentgym.rollout.lockstep import LockstepBatches
 from agentgym.rollout.policy import AsyncPolicy
 from agentgym.rollout.records import CollectionSummary, Episode, Group
 from agentgym.rollout.slots import SlotLedger
+from agentgym.rollout.starts import BranchPoint
 from agentgym.rollout.steps import Chat, StepRecord, merge_step_info
-from agentgym.vector import StepResult
 from agentgym.wrappers.chat import observation_message
 
 T = TypeVar("T")
@@ -49,7 +50,7 @@ SLOT_POLL_S = 0.05
 came back meanwhile (one coming back wakes it at once)."""
 
 #: Phases in which a hard cancel leaves the env in an unknown state.
-ENV_PHASES = ("reset", "step")
+ENV_PHASES = ("reset", "step", "snapshot")
 
 
 @dataclass
@@ -152,13 +153,31 @@ class EpisodeDriver:
         if ep.chat is None:
             ep.phase = "reset"
             t0 = time.perf_counter()
-            obs, info = await self._env_call(ep.slot.reset, ep.seed)
+            start = ep.start
+            if start is not None and start.restores:
+                await self._env_call(ep.slot.restore, start.snapshot)
+                assert start.chat is not None and start.info is not None
+                chat, info = start.chat.branch(), dict(start.info)
+            else:
+                options = () if start is None or start.options is None else (start.options,)
+                obs, info = await self._env_call(ep.slot.reset, ep.seed, *options)
+                chat = Chat.after_reset(obs, info)
             call.summary.env_seconds += time.perf_counter() - t0
-            ep.task_id, ep.info = str(info.get("task_id", "")), info
-            ep.chat = Chat.after_reset(obs, info)
+            ep.task_id, ep.info, ep.chat = str(info.get("task_id", "")), info, chat
             ep.phase = None
-            notify(call, self.callbacks.on_reset, ep.traj_id, ep.index, obs, info)
+            if self.config.keep_branch_points:
+                await self._keep_branch_point(ep)
+            if not ep.restored:
+                notify(call, self.callbacks.on_reset, ep.traj_id, ep.index, obs, info)
         return True
+
+    async def _keep_branch_point(self, ep: Episode) -> None:
+        """Remember where ``ep`` stands now (env snapshot, chat, info) for a later branch."""
+        ep.phase = "snapshot"
+        snapshot = await self._env_call(ep.slot.snapshot)
+        ep.phase = None
+        assert ep.chat is not None
+        ep.branch_points.append(BranchPoint(snapshot, ep.chat.branch(), dict(ep.info)))
 
     async def _take_slot(self, call: CallState) -> bool:
         """Count a slot out once the source has one to lend (it may be replacing a failed
@@ -173,6 +192,12 @@ class EpisodeDriver:
         return True
 
     async def _acquire(self) -> Any:
+        if getattr(self.source, "lends_inline", False):  # a lock and a pop: no thread hop
+            try:
+                return self.source.acquire()
+            except Exception as exc:
+                self.slots.untake()
+                raise InfraFailure("env_error", f"{type(exc).__name__}: {exc}") from exc
         acquiring = self.executor.submit(self.source.acquire)
         try:
             return await self._bounded(acquiring)
@@ -206,7 +231,9 @@ class EpisodeDriver:
         if res.info.get("env_error"):
             raise InfraFailure("env_error", str(res.info["env_error"]))
         done = self._record(ep, gen, res, version, asked_in)
-        if self.callbacks.on_step is not None:
+        if self.config.keep_branch_points and not done:
+            await self._keep_branch_point(ep)
+        if self.callbacks.on_step is not None and not ep.restored:
             event = StepEvent.of(ep.traj_id, ep.index, gen, res, policy_s * 1e3, env_s * 1e3)
             notify(call, self.callbacks.on_step, event)
         if done:
@@ -262,13 +289,22 @@ class EpisodeDriver:
         return ep.pending  # type: ignore[no-any-return]
 
     async def _env_call(self, fn: Callable[..., T], *args: Any) -> T:
-        return await self._bounded(self.executor.submit(fn, *args))
+        """``fn(*args)`` in a worker thread; in lockstep mode sent with the other env
+        calls of the turn (:class:`~agentgym.rollout.lockstep.TurnEnvCalls`)."""
+        if self.lockstep is None:
+            return await self._bounded(self.executor.submit(fn, *args))
+        timeout_s, lanes = self.config.env_timeout_s, self.config.max_in_flight
+        return await self._bounded(self.lockstep.env_call(timeout_s, lanes, fn, *args))
 
-    async def _bounded(self, future: Future[T]) -> T:
-        """Await a worker-thread call for at most ``env_timeout_s``; a timeout or an
-        exception is an infrastructure failure (the thread may still be running)."""
+    async def _bounded(self, future: Future[T] | asyncio.Future[T]) -> T:
+        """Await a worker-thread call for at most ``env_timeout_s`` (an asyncio future is
+        a lockstep call, bounded by its batch's timer); a timeout or an exception is an
+        infrastructure failure (the thread may still be running)."""
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), self.config.env_timeout_s)
+            if isinstance(future, asyncio.Future):
+                return await future
+            async with asyncio.timeout(self.config.env_timeout_s):  # cheaper than wait_for
+                return await asyncio.wrap_future(future)
         except TimeoutError as exc:
             raise InfraFailure(
                 "env_timeout", f"no answer within {self.config.env_timeout_s} s"
@@ -307,7 +343,7 @@ class EpisodeDriver:
     def _report_end(self, call: CallState, ep: Episode, last: StepResult | None) -> None:
         """``on_end`` (for an attempt whose reset was reported) and ``on_episode``."""
         callbacks = self.callbacks
-        if callbacks.on_end is not None and ep.chat is not None:
+        if callbacks.on_end is not None and ep.chat is not None and not ep.restored:
             summary = EpisodeSummary(
                 env_id="",
                 episode=ep.index,

@@ -60,6 +60,7 @@ from agentgym.rollout.policy import AsyncPolicy, as_async
 from agentgym.rollout.records import Collection, CollectionSummary, Episode, Group
 from agentgym.rollout.slots import SlotLedger
 from agentgym.rollout.sources import EnvSource
+from agentgym.rollout.starts import EpisodeStart
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class RolloutConfig:
     """Stop at the target and carry unfinished episodes over (APRIL). False: run every
     group started by this call to its end, and start exactly ``target_groups`` groups."""
     history_turns: int | None = 1
-    """Past turn pairs the policy reads (None: all), as in :func:`agentgym.rl.rollouts.run_chains`."""
+    """Past turn pairs the policy reads (None: all)."""
     env_timeout_s: float = 60.0
     """An env reset or step slower than this is an infrastructure failure."""
     episode_retries: int = 1
@@ -101,6 +102,10 @@ class RolloutConfig:
     """Lockstep: which freed lane an episode that starts later takes first (``lowest``:
     what :func:`agentgym.episodes.play` did; ``highest``: what the trainer's group
     rollouts did)."""
+    keep_branch_points: bool = False
+    """Keep each episode's :class:`~agentgym.rollout.starts.BranchPoint` after its start and
+    after every step that does not end it (an env snapshot, the chat and the info), so a
+    search can continue from any of them (Tree-GRPO). Needs envs that snapshot."""
     failure_run_limit: int | None = None
     """Infrastructure failures in a row, with no episode finishing between them, that stop
     a call with :class:`~agentgym.rollout.faults.FailureRunError` (the env source or the
@@ -136,7 +141,7 @@ class EpisodeCallbacks:
     the signatures of :func:`agentgym.episodes.play`'s callbacks, so
     :meth:`agentgym.trajectory.Recorder.play_callbacks` records engine rollouts unchanged:
     ``slot`` is the attempt's trajectory id and ``k`` the episode's index (group order x
-    ``group_size`` + member, as :func:`agentgym.rl.rollouts.group_rollouts` numbers them).
+    ``group_size`` + member, as :func:`agentgym.rollout.groups.group_rollouts` numbers them).
     An attempt ended by a failure gets ``on_end`` with the cause as the summary's
     ``error``. ``on_episode(episode)`` sees every attempt as it ends (done or failed). An
     exception raised by a callback stops the collection, which raises it as a
@@ -159,7 +164,9 @@ class RolloutEngine:
             :class:`~agentgym.rollout.BatchingPolicy`).
         seeds: the task seeds, one group each, drawn in order across calls; a seed is
             drawn only to start its group, and its group is then handed back (finished or
-            failed) or stays in the engine for the next call.
+            failed) or stays in the engine for the next call. An item may be an
+            :class:`~agentgym.rollout.starts.EpisodeStart` instead: reset options, or a
+            snapshot to continue from (a search's branch).
         config: :class:`RolloutConfig`.
         callbacks: :class:`EpisodeCallbacks`.
     """
@@ -168,7 +175,7 @@ class RolloutEngine:
         self,
         source: EnvSource,
         policy: AsyncPolicy | Policy,
-        seeds: Iterable[int],
+        seeds: Iterable[int | EpisodeStart],
         config: RolloutConfig | None = None,
         callbacks: EpisodeCallbacks | None = None,
     ):
@@ -186,7 +193,7 @@ class RolloutEngine:
             else None
         )
         self.policy = as_async(policy)
-        self._seeds: Iterator[int] = iter(seeds)
+        self._seeds: Iterator[int | EpisodeStart] = iter(seeds)
         self._exhausted = False
         self._open: list[Group] = []
         """Groups started and not yet released."""
@@ -198,6 +205,8 @@ class RolloutEngine:
         self._tasks: dict[Episode, asyncio.Task[None]] = {}
         self._next_traj = 0
         self._groups_launched = 0
+        self._tasks_ended = 0
+        """Episode tasks that ended so far: groups settle and room frees up only then."""
         self._collects = 0
         # spare threads: an env that timed out may still hold one
         self._executor = ThreadPoolExecutor(
@@ -366,14 +375,17 @@ class RolloutEngine:
         """Launch groups and release finished ones until the target is met, nothing runs
         and nothing more may start (the seeds ran out; not ``partial``: every group this
         call may start has ended), or an error stops the call."""
+        seen = -1
         while call.error is None:
-            self._handle_ended(call)
-            self._release(call)
-            if self._target_met(call, target_groups):
-                return
-            self._launch(call, target_groups)
-            if not self._tasks:
-                return
+            if seen != self._tasks_ended:  # else no group settled and no room freed up
+                seen = self._tasks_ended
+                self._handle_ended(call)
+                self._release(call)
+                if self._target_met(call, target_groups):
+                    return
+                self._launch(call, target_groups)
+                if not self._tasks:
+                    return
             if self._lockstep is not None:  # after _launch: replacements ask first
                 self._lockstep.flush_if_all_asked(self._tasks.keys())
             await call.changed.wait()
@@ -444,10 +456,17 @@ class RolloutEngine:
     # ---------------------------------------------------------------- scheduling
 
     def _new_episode(
-        self, group_id: str, seed: int, member: int, index: int, attempt: int = 0
+        self,
+        group_id: str,
+        seed: int,
+        member: int,
+        index: int,
+        attempt: int = 0,
+        start: EpisodeStart | None = None,
     ) -> Episode:
         self._next_traj += 1
-        return Episode(group_id, seed, member, self._next_traj - 1, attempt, index=index)
+        traj = self._next_traj - 1
+        return Episode(group_id, seed, member, traj, attempt, index=index, start=start)
 
     def _room(self) -> int:
         """Episodes that may run at once: ``max_in_flight``, at most the live capacity."""
@@ -494,15 +513,20 @@ class RolloutEngine:
         """Draw the next seed and start its group's members (only those that fit in
         ``room``; the others wait in the open group, see :meth:`_waiting`)."""
         try:
-            seed = int(next(self._seeds))
+            item = next(self._seeds)
         except StopIteration:
             self._exhausted = True
             return
+        start = item if isinstance(item, EpisodeStart) else None
+        seed = start.seed if start is not None else int(item)  # type: ignore[arg-type]
         gid = f"{self.config.group_prefix}{seed}"
+        if start is not None and start.group_id is not None:
+            gid = start.group_id
         k, first = self.config.group_size, self._groups_launched * self.config.group_size
         self._groups_launched += 1
         call.launched += 1
-        group = Group(gid, seed, [self._new_episode(gid, seed, m, first + m) for m in range(k)])
+        members = [self._new_episode(gid, seed, m, first + m, start=start) for m in range(k)]
+        group = Group(gid, seed, members)
         self._open.append(group)
         for ep in group.members:
             if room is None or len(self._tasks) < room:
@@ -519,6 +543,7 @@ class RolloutEngine:
         task.add_done_callback(functools.partial(self._task_done, call, ep))
 
     def _task_done(self, call: CallState, ep: Episode, task: asyncio.Task[None]) -> None:
+        self._tasks_ended += 1
         if self._tasks.get(ep) is task:
             del self._tasks[ep]
         if ep.driver is not task:
@@ -557,6 +582,7 @@ class RolloutEngine:
         ep.steps.clear()
         ep.step_collects.clear()
         ep.step_tokens.clear()
+        ep.branch_points.clear()
         ep.chat = None
 
     def _handle_ended(self, call: CallState) -> None:
@@ -604,7 +630,9 @@ class RolloutEngine:
     def _replace(self, call: CallState, group: Group, ep: Episode) -> None:
         """Put a fresh attempt in ``ep``'s place; it starts now, or with the next call
         when this one is stopping."""
-        retry = self._new_episode(ep.group_id, ep.seed, ep.member, ep.index, ep.attempt + 1)
+        retry = self._new_episode(
+            ep.group_id, ep.seed, ep.member, ep.index, ep.attempt + 1, ep.start
+        )
         group.members[ep.member] = retry
         group.retired.append(ep)
         call.summary.retries += 1
@@ -637,8 +665,11 @@ class RolloutEngine:
                 ep.driver is not None or ep in held for ep in group.members
             )
 
-        done = [g for g in self._open if settled(g)]
-        self._open = [g for g in self._open if not settled(g)]
+        done: list[Group] = []
+        still: list[Group] = []
+        for group in self._open:
+            (done if settled(group) else still).append(group)
+        self._open = still
         for group in done:
             call.released.append(group)
             notify(call, call.on_group, group)

@@ -50,7 +50,7 @@ class StepEvent:
         cls, slot: int, episode: int, generation: Any, result: Any, policy_ms: float, env_ms: float
     ) -> StepEvent:
         """The event of ``generation`` (its ``text`` was the action) and the env's ``result``
-        (a :class:`~agentgym.vector.StepResult`)."""
+        (a :class:`~agentgym.pools.StepResult`)."""
         return cls(
             slot,
             episode,

@@ -39,12 +39,12 @@ from tqdm.auto import tqdm
 
 from agentgym.agents.base import Policy
 from agentgym.error import InvalidConfigError
+from agentgym.pools import EnvPool
 from agentgym.registry import get_record
 from agentgym.rollout.engine import EpisodeCallbacks, RolloutConfig, RolloutEngine
 from agentgym.rollout.events import EpisodeSummary, StepEvent
 from agentgym.rollout.records import CollectionSummary, Episode
 from agentgym.rollout.sources import EnvSource, LocalEnvSource, PoolEnvSource
-from agentgym.vector import EnvPool
 
 #: Reset seeds of held-out episodes start here (any value works; fixed for reproducibility).
 EVAL_SEED_BASE = 0
@@ -190,7 +190,6 @@ def heldout_eval(
             groups = [s for s in task_seeds for _ in range(samples_per_task)]
             config = _config(n, 1, history_turns, env_timeout_s, episode_retries, False)
         else:  # lockstep: a task's samples form a group, as in the trainer's rollouts
-            pool.reset(seeds=[seed] * n)
             source, groups = PoolEnvSource(pool), task_seeds
             config = _config(
                 n, samples_per_task, history_turns, env_timeout_s, episode_retries, True

@@ -12,17 +12,36 @@ its predecessor: the lowest one first (``lane_reuse="lowest"``), or the highest
 take those lanes in episode order. A policy that draws random numbers therefore sees the same batches in the same
 order on every run, whichever env thread happened to answer first, and this is the order
 in which :func:`agentgym.episodes.play` has always batched its episodes.
+
+The env calls of a turn go out together too (:class:`TurnEnvCalls`): the resets and steps
+the episodes ask for while the event loop handles one wave of wake-ups are handed to the
+worker threads at once (threads of the engine's own, one per lane and a few spare), and
+answered at once when the last one returns, under ONE timer of ``env_timeout_s`` for the
+lot. A call that raised gets its own exception; when the timer fires first, only the calls
+that had not returned yet time out (their attempts fail and are played again, the others go
+on). This costs one hand-off and one event-loop wake-up per turn instead of one per episode,
+as the synchronous loops this mode replaced did. An episode's env call lasts until its batch
+is answered: a hard cancel meanwhile interrupts every episode of the batch (see
+:mod:`agentgym.rollout.driver`), a soft stop waits for the batch (``env_timeout_s`` at most).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection
+import contextlib
+import functools
+import queue
+import threading
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from agentgym.agents.base import Generation, Policy, PolicyInput
 from agentgym.error import InvalidConfigError
 from agentgym.rollout.records import Episode
+
+SPARE_THREADS = 8
+"""Env threads beyond one per lane: an env call that timed out may still hold one."""
 
 
 class LockstepBatches:
@@ -47,6 +66,9 @@ class LockstepBatches:
         self.lane_reuse = lane_reuse
         self._top = 0
         """Lanes ever used; a newcomer beyond them takes a new lane."""
+        self._running = 0
+        """Episodes running at the engine's last look: until as many have asked, an
+        answer cannot complete a turn, and a request does not wake the engine."""
         self.wake: Callable[[], None] = lambda: None
         self._asked: dict[Episode, tuple[PolicyInput, asyncio.Future[Generation]]] = {}
         self._lanes: dict[Episode, int] = {}
@@ -54,29 +76,54 @@ class LockstepBatches:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lockstep-policy")
         self.batch_sizes: list[int] = []
         """Size of every batch sent to the policy, in order."""
+        self.env_calls: TurnEnvCalls | None = None
+        """The turns' env calls (:meth:`env_call`), once there was one."""
 
-    async def act(self, ep: Episode, item: PolicyInput) -> Generation:
-        """``ep``'s request for this turn; answered when the whole turn's batch is back."""
+    def act(self, ep: Episode, item: PolicyInput) -> asyncio.Future[Generation]:
+        """``ep``'s request for this turn: a future answered when the whole turn's batch
+        is back (a plain future, no task: cancelling it withdraws the request)."""
         future: asyncio.Future[Generation] = asyncio.get_running_loop().create_future()
         self._asked[ep] = (item, future)
-        self.wake()
-        try:
-            return await future
-        finally:
-            if self._asked.get(ep, (None, None))[1] is future:
-                del self._asked[ep]
+        if len(self._asked) >= self._running:
+            self.wake()
+        return future
+
+    def env_call(
+        self, timeout_s: float, lanes: int, fn: Callable[..., Any], *args: Any
+    ) -> asyncio.Future[Any]:
+        """An episode's env call (reset, step), sent with the others of its turn on at
+        most ``lanes`` + :data:`SPARE_THREADS` threads; see :class:`TurnEnvCalls`."""
+        calls = self.env_calls
+        if calls is None or calls.timeout_s != timeout_s:
+            if calls is not None:
+                calls.close()
+            calls = self.env_calls = TurnEnvCalls(timeout_s, lanes + SPARE_THREADS)
+        return calls.call(fn, *args)
 
     def _waiting(self, ep: Episode, loop: asyncio.AbstractEventLoop) -> bool:
         entry = self._asked.get(ep)
         return entry is not None and entry[1].get_loop() is loop and not entry[1].done()
 
+    def _forget_withdrawn(self) -> None:
+        """Drop the requests cancelled before their turn was sent (their episodes stopped)."""
+        for ep in [ep for ep, (_, future) in self._asked.items() if future.done()]:
+            del self._asked[ep]
+
     def flush_if_all_asked(self, running: Collection[Episode]) -> None:
-        """Send the turn's batch when every episode in ``running`` waits for its action."""
+        """Send the turn's batch when every episode in ``running`` waits for its action.
+
+        The engine calls it after every change and before it sleeps: ``running`` is then
+        complete until it wakes again (only it starts episodes; one that ends wakes it)."""
+        self._running = len(running)
+        if not running or len(self._asked) < len(running):  # some have not asked yet
+            return
         loop = asyncio.get_running_loop()  # while a turn is out, nobody waits to be sent
-        if not running or not all(self._waiting(ep, loop) for ep in running):
+        if not all(self._waiting(ep, loop) for ep in running):
             return
         order = self._assign_lanes(running)
         batch = [(ep, *self._asked.pop(ep)) for ep in order]
+        if self._asked:
+            self._forget_withdrawn()
         self._turn = loop.create_task(self._send(batch))
 
     def _assign_lanes(self, running: Collection[Episode]) -> list[Episode]:
@@ -120,6 +167,160 @@ class LockstepBatches:
 
     def close(self) -> None:
         self._thread.shutdown(wait=False)
+        if self.env_calls is not None:
+            self.env_calls.close()
+
+
+class TurnEnvCalls:
+    """Hands the env calls of a lockstep turn to worker threads together; see the module
+    docstring.
+
+    :meth:`call` queues one call and returns the future of its outcome; the queue goes
+    out at the end of the event loop's current wave of callbacks (``call_soon``), which
+    is when every episode woken by the turn's answer has asked for its env call. The
+    calls run on threads of this object's own (:class:`_Workers`, at most ``threads``).
+    """
+
+    def __init__(self, timeout_s: float, threads: int):
+        self.timeout_s = timeout_s
+        self.workers = _Workers(threads)
+        self._queued: _Batch | None = None
+        self.sizes: list[int] = []
+        """Calls in every batch sent, in order."""
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        """``fn(*args)`` in a worker thread, with the calls queued alongside it; its
+        future holds the result, the exception it raised, or a ``TimeoutError`` when it
+        had not returned ``timeout_s`` after its batch went out."""
+        loop = asyncio.get_running_loop()
+        batch = self._queued
+        if batch is None or batch.loop is not loop:
+            batch = self._queued = _Batch(loop, self.timeout_s)
+            loop.call_soon(self._send, batch)
+        return batch.add(fn, args)
+
+    def _send(self, batch: _Batch) -> None:
+        if self._queued is batch:
+            self._queued = None
+        self.sizes.append(len(batch.calls))
+        batch.send(self.workers)
+
+    def close(self) -> None:
+        """Let the worker threads end once idle (one stuck in an env call stays there)."""
+        self.workers.close()
+
+
+class _Workers:
+    """Daemon threads running queued jobs: one more starts whenever every thread is busy
+    (an env call that hangs keeps its thread), up to ``limit``; jobs beyond that wait in
+    the queue. Lighter than a ThreadPoolExecutor: no future and no condition per job."""
+
+    def __init__(self, limit: int):
+        self.limit = max(1, limit)
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self.threads = 0
+        """Threads started so far (none ends before :meth:`close`)."""
+        self._busy = 0
+        self._closed = False
+
+    def put(self, jobs: Sequence[Callable[[], None]]) -> None:
+        """Queue ``jobs`` (each must not raise); RuntimeError once closed."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the lockstep env threads were closed")
+            self._busy += len(jobs)
+            start = max(0, min(self._busy, self.limit) - self.threads)
+            self.threads += start
+        for _ in range(start):
+            threading.Thread(target=self._work, name="lockstep-env", daemon=True).start()
+        for job in jobs:
+            self._jobs.put(job)
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            job()
+            with self._lock:
+                self._busy -= 1
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed, threads = True, self.threads
+        for _ in range(threads):
+            self._jobs.put(None)
+
+
+class _Batch:
+    """Env calls sent together and answered together (at the last return or the timer)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, timeout_s: float):
+        self.loop = loop
+        self.timeout_s = timeout_s
+        self.calls: list[tuple[Callable[..., Any], tuple[Any, ...], asyncio.Future[Any]]] = []
+        self._outcomes: list[tuple[bool, Any] | None] = []
+        self._left = 0
+        self._lock = threading.Lock()
+        self._timer: asyncio.TimerHandle | None = None
+
+    def add(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = self.loop.create_future()
+        self.calls.append((fn, args, future))
+        return future
+
+    def send(self, workers: _Workers) -> None:
+        """Start every call whose episode still waits for it, and the batch's timer."""
+        self._outcomes = [None] * len(self.calls)
+        self._left = len(self.calls)
+        self._timer = self.loop.call_later(self.timeout_s, self._answer)
+        jobs = []
+        for k, (fn, args, future) in enumerate(self.calls):
+            if future.done():  # its episode was cancelled before the batch went out
+                self._done(k, (False, None))
+            else:
+                jobs.append(functools.partial(self._run, k, fn, args))
+        try:
+            workers.put(jobs)
+        except RuntimeError as exc:  # closed: the engine is closing
+            for job in jobs:
+                self._done(job.args[0], (False, exc))
+
+    def _run(self, k: int, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        try:
+            outcome: tuple[bool, Any] = (True, fn(*args))
+        except StopIteration as exc:  # an asyncio future cannot hold one
+            outcome = (False, RuntimeError(f"StopIteration: {exc}"))
+        except BaseException as exc:  # handed to the episode, as a future would
+            outcome = (False, exc)
+        self._done(k, outcome)
+
+    def _done(self, k: int, outcome: tuple[bool, Any]) -> None:
+        """Record call ``k``'s outcome (from any thread); the last one answers the batch."""
+        with self._lock:
+            self._outcomes[k] = outcome
+            self._left -= 1
+            last = self._left == 0
+        if last:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                self.loop.call_soon_threadsafe(self._answer)
+
+    def _answer(self) -> None:
+        """Settle every future still waiting: with its outcome, or a timeout when its
+        call has not returned (the timer fired first). A second answer (the last call
+        returned after the timer) finds every future done, as does an episode that was
+        cancelled meanwhile."""
+        if self._timer is not None:
+            self._timer.cancel()
+        with self._lock:
+            outcomes = list(self._outcomes)
+        for (_, _, future), outcome in zip(self.calls, outcomes):
+            if future.done():
+                continue
+            if outcome is None:
+                future.set_exception(TimeoutError(f"no answer within {self.timeout_s} s"))
+            elif outcome[0]:
+                future.set_result(outcome[1])
+            else:
+                future.set_exception(outcome[1])
 
 
 def _episode_order(ep: Episode) -> tuple[int, int]:

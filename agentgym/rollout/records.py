@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agentgym.rollout.starts import BranchPoint, EpisodeStart
 from agentgym.rollout.steps import Chat, RolloutBatch, StepRecord, Trajectory
 
 Status = Literal["pending", "running", "paused", "done", "infra_failure", "failed"]
@@ -59,6 +60,16 @@ class Episode:
     in_outage: bool = False
     """It failed in a run of failures that stopped its call (an outage): reported like any
     failure, but it used up no retry, and its task was played again."""
+    start: EpisodeStart | None = None
+    """Where it begins when not with a bare ``reset(seed)`` (reset options, or a snapshot)."""
+    branch_points: list[BranchPoint] = field(default_factory=list)
+    """With ``keep_branch_points``: the state after its start, then after each step that
+    did not end it."""
+
+    @property
+    def restored(self) -> bool:
+        """It continues from a snapshot (a branch), so it is not a whole episode."""
+        return self.start is not None and self.start.restores
 
     @property
     def ended(self) -> bool:
@@ -77,7 +88,7 @@ class Episode:
         return sum(self.step_tokens)
 
     def to_trajectory(self) -> Trajectory:
-        """The episode as :mod:`agentgym.rl` rows take it."""
+        """The episode as :mod:`agentgym.algos` rows take it."""
         return Trajectory(self.traj_id, self.group_id, self.seed, self.task_id, self.steps)
 
 
@@ -180,7 +191,7 @@ class Collection:
         return [ep for g in self.groups for ep in g.members]
 
     def to_batch(self) -> RolloutBatch:
-        """The usable groups as a :class:`~agentgym.rl.rollouts.RolloutBatch`: what
+        """The usable groups as a :class:`~agentgym.rollout.steps.RolloutBatch`: what
         ``grpo_rows``/``gigpo_rows`` and the trainer take (excluded groups left out)."""
         trajs = [ep.to_trajectory() for g in self.usable_groups for ep in g.members]
         return RolloutBatch(

@@ -72,7 +72,11 @@ class SlotLedger:
                     self._waiters.remove((loop, waiter))
 
     def give_back(self, slot: EnvSlot, *, healthy: bool) -> None:
-        """Return ``slot`` to the source in a worker thread (inline once closed)."""
+        """Return ``slot`` to the source in a worker thread (inline once closed, or when
+        the source takes a healthy slot back with a list operation: ``lends_inline``)."""
+        if healthy and getattr(self.source, "lends_inline", False):
+            self._release(slot, healthy)
+            return
         try:
             future = self._threads.submit(self._release, slot, healthy)
         except RuntimeError:  # closed: nobody waits on a thread any more

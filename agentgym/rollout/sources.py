@@ -8,9 +8,9 @@ dead): the source replaces it or retires it, and ``capacity`` counts the envs it
 lend. ``close()`` frees everything the source holds.
 
 * :class:`LocalEnvSource` — ``gym.make(env_id)`` on demand, envs reused across episodes.
-* :class:`PoolEnvSource` — the envs of an existing :class:`~agentgym.vector.EnvPool` (any
+* :class:`PoolEnvSource` — the envs of an existing :class:`~agentgym.pools.EnvPool` (any
   backend; a failed env is replaced by a fresh one) or
-  :class:`~agentgym.distributed.RayEnvPool`, one index per slot.
+  :class:`~agentgym.pools.RayEnvPool`, one index per slot.
 * :class:`ServeEnvSource` — sessions of an ``agentgym serve`` server over its HTTP
   protocol, one private session (``episode_id``) per slot.
 """
@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import gymnasium as gym
 
 from agentgym.error import AgentGymError, DependencyMissingError, InvalidConfigError
-from agentgym.vector import StepResult
+from agentgym.pools import StepResult
 
 
 class EnvSlot(Protocol):
@@ -38,9 +38,16 @@ class EnvSlot(Protocol):
     def env(self) -> Any:
         """The unwrapped env for privileged scripted policies (None when it is remote)."""
 
-    def reset(self, seed: int) -> tuple[dict[str, Any], dict[str, Any]]: ...
+    def reset(
+        self, seed: int, options: Mapping[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]: ...
 
     def step(self, action: str) -> StepResult: ...
+
+    def snapshot(self) -> Any:
+        """The env's state, for :meth:`restore` (a search's branch point)."""
+
+    def restore(self, snapshot: Any) -> None: ...
 
 
 class EnvSource(Protocol):
@@ -62,6 +69,16 @@ def _close_quietly(env: gym.Env) -> None:
         env.close()
 
 
+def _snapshotting(env: Any) -> Any:
+    """``env`` when it can snapshot and restore its state, else a clear error."""
+    if not (callable(getattr(env, "snapshot", None)) and callable(getattr(env, "restore", None))):
+        raise InvalidConfigError(
+            f"{type(env).__name__} cannot snapshot and restore its state, which branching "
+            "(keep_branch_points, restored EpisodeStarts) needs."
+        )
+    return env
+
+
 def _foreign(slot: object, source: object) -> InvalidConfigError:
     return InvalidConfigError(
         f"{type(source).__name__} was given back a slot it did not lend: {slot!r}."
@@ -71,18 +88,32 @@ def _foreign(slot: object, source: object) -> InvalidConfigError:
 class _LocalSlot:
     def __init__(self, env: gym.Env):
         self._env = env
+        self._was_reset = False
 
     @property
     def env(self) -> Any:
         return self._env.unwrapped
 
-    def reset(self, seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
-        obs, info = self._env.reset(seed=seed)
+    def reset(
+        self, seed: int, options: Mapping[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        obs, info = self._env.reset(seed=seed, options=None if options is None else dict(options))
+        self._was_reset = True
         return obs, dict(info)
 
     def step(self, action: str) -> StepResult:
         obs, reward, terminated, truncated, info = self._env.step(action)
         return StepResult(obs, float(reward), bool(terminated), bool(truncated), dict(info))
+
+    def snapshot(self) -> Any:
+        return _snapshotting(self._env.unwrapped).snapshot()
+
+    def restore(self, snapshot: Any) -> None:
+        core = _snapshotting(self._env.unwrapped)
+        if not self._was_reset:  # the wrappers refuse a step before their first reset
+            self._env.reset()
+            self._was_reset = True
+        core.restore(snapshot)
 
 
 class LocalEnvSource:
@@ -151,21 +182,38 @@ class LocalEnvSource:
 
 
 class _PoolSlot:
-    def __init__(self, pool: Any, index: int):
+    def __init__(self, pool: Any, index: int, was_reset: set[int] | None = None):
         self.pool = pool
         self.index = index
+        self._was_reset = set() if was_reset is None else was_reset
+        """Indices of the pool reset since this source took them (shared by its slots)."""
 
     @property
     def env(self) -> Any:
         envs = getattr(self.pool, "envs", None)
         return envs[self.index].unwrapped if envs else None
 
-    def reset(self, seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
-        obs, info = self.pool.reset([self.index], seeds=[seed])[0]
+    def reset(
+        self, seed: int, options: Mapping[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        if options is None:  # pool-likes without reset options keep working
+            obs, info = self.pool.reset([self.index], seeds=[seed])[0]
+        else:
+            obs, info = self.pool.reset([self.index], seeds=[seed], options=[options])[0]
+        self._was_reset.add(self.index)
         return obs, dict(info)
 
     def step(self, action: str) -> StepResult:
         return self.pool.step({self.index: action})[self.index]
+
+    def snapshot(self) -> Any:
+        return self.pool.call("snapshot", indices=[self.index])[0]
+
+    def restore(self, snapshot: Any) -> None:
+        if self.index not in self._was_reset:  # the wrappers refuse a step before a reset
+            self.pool.reset([self.index])
+            self._was_reset.add(self.index)
+        self.pool.call("restore", snapshot, indices=[self.index])
 
 
 class PoolEnvSource:
@@ -174,12 +222,17 @@ class PoolEnvSource:
     The pool's own crash handling (a truncated result with ``info["env_error"]``) reaches
     the engine, which marks the episode ``infra_failure``. A failed index gets a fresh env
     when the pool can make one (``pool.restart([index])``: :meth:`EnvPool.restart
-    <agentgym.vector.EnvPool.restart>`, a new worker process for ``backend="process"``);
+    <agentgym.pools.EnvPool.restart>`, a new worker process for ``backend="process"``);
     a restart that fails (the new worker was killed or crashed while starting) is tried
     again, up to ``restart_attempts`` times in all, since one lost start is no reason to
     lose the env for good. An index the pool cannot restart, or whose every attempt failed,
     is retired. ``capacity`` counts the live indices.
     """
+
+    lends_inline = True
+    """Lending an index and taking a healthy one back are a lock and a list operation, so
+    the engine does both on its event loop (no worker-thread hop per episode); a failed
+    index goes back in a worker thread, as its restart may take a while."""
 
     def __init__(self, pool: Any, *, restart_attempts: int = 3):
         if restart_attempts < 1:
@@ -191,6 +244,8 @@ class PoolEnvSource:
         self._live = int(pool.num_envs)
         self._free = list(range(pool.num_envs))[::-1]
         self._lent: set[int] = set()
+        self._was_reset: set[int] = set()
+        """Indices reset through this source (a restore needs its env reset once first)."""
         self._lock = threading.Lock()
         self.restarted = 0
         """Failed envs replaced by fresh ones."""
@@ -213,7 +268,7 @@ class PoolEnvSource:
                 )
             index = self._free.pop()
             self._lent.add(index)
-            return _PoolSlot(self.pool, index)
+            return _PoolSlot(self.pool, index, self._was_reset)
 
     def release(self, slot: EnvSlot, *, healthy: bool) -> None:
         """Take an index back; a failed one is replaced (blocking: call it off the event
@@ -247,6 +302,7 @@ class PoolEnvSource:
                 continue
             with self._lock:
                 self.restarted += 1
+                self._was_reset.discard(index)
             return True
         return False
 
@@ -281,8 +337,13 @@ class _ServeSlot:
             )
         return dict(resp.json())
 
-    def reset(self, seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
-        obs = self._post("/reset", {"seed": seed})["observation"]
+    def reset(
+        self, seed: int, options: Mapping[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        body: dict[str, Any] = {"seed": seed}
+        if options is not None:
+            body["options"] = dict(options)
+        obs = self._post("/reset", body)["observation"]
         info = dict(obs.get("info") or {})
         if obs.get("tools"):
             info["tools"] = obs["tools"]
@@ -299,6 +360,15 @@ class _ServeSlot:
             terminated = True
         obs = {"text": reply["observation"].get("text", "")}
         return StepResult(obs, float(reply.get("reward") or 0.0), terminated, truncated, info)
+
+    def snapshot(self) -> Any:
+        raise InvalidConfigError(
+            "a served env cannot be snapshotted through the HTTP protocol; branch "
+            "(keep_branch_points, restored EpisodeStarts) over local or pooled envs."
+        )
+
+    def restore(self, snapshot: Any) -> None:
+        self.snapshot()
 
 
 class ServeEnvSource:

@@ -7,7 +7,7 @@
   (or one root-to-leaf path of a tree); :class:`RolloutBatch` — what one round produced.
 
 These types are shared by the rollout engine (:mod:`agentgym.rollout`) and the algorithms
-(:mod:`agentgym.rl`), and import neither.
+(:mod:`agentgym.algos`), and import neither.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Collected groups as the flat arrays :mod:`agentgym.rl`'s advantage estimators take.
+"""Collected groups as the flat arrays :mod:`agentgym.algos`'s advantage estimators take.
 
 Infrastructure failures never enter the statistics: with ``exclude="group"`` (the default)
 a group with a failed member is left out whole; with ``exclude="episode"`` only the failed
@@ -32,8 +32,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from agentgym.algos.advantages import grpo_advantages
 from agentgym.error import InvalidConfigError
-from agentgym.rl.advantages import grpo_advantages
 from agentgym.rollout.engine import RolloutConfig, RolloutEngine
 from agentgym.rollout.records import Collection, CollectionSummary, Group
 from agentgym.rollout.sources import PoolEnvSource
@@ -116,7 +116,7 @@ def collect_groups(
     env_timeout_s: float = 300.0,
 ) -> tuple[RolloutBatch, CollectionSummary]:
     """One trainer iteration's rollouts through the engine, in place of
-    :func:`agentgym.rl.rollouts.group_rollouts` (same arguments, same batch type).
+    :func:`agentgym.rollout.groups.group_rollouts` (same arguments, same batch type).
 
     Every seed's group runs to its end over ``pool``'s envs (all of them in flight, no
     barrier across envs); a member that fails on infrastructure is retried once from reset,

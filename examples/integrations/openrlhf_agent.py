@@ -16,6 +16,8 @@ import argparse
 import asyncio
 import json
 import os
+import pathlib
+import sys
 import types
 
 from agentgym.integrations.openrlhf import make_agent_classes
@@ -35,7 +37,9 @@ def write_data(path: str, n: int) -> None:
 
 
 def smoke() -> None:
-    from agentgym.integrations.offline import char_tokenizer
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # offline.py is beside us
+    from offline import char_tokenizer  # the stand-in tokenizer (a test harness)
+
     from agentgym.parsing import render_tool_call
 
     tok = char_tokenizer()

@@ -1,4 +1,4 @@
-"""Env pools on Ray: same calls as agentgym.vector.EnvPool, envs on (fractional-CPU) actors.
+"""Env pools on Ray: same calls as agentgym.pools.EnvPool, envs on (fractional-CPU) actors.
 
 Run: python examples/integrations/ray_pool.py        (starts a local Ray with 2 CPUs,
      or joins $RAY_ADDRESS / a Ray already running in this process)
@@ -7,8 +7,8 @@ Run: python examples/integrations/ray_pool.py        (starts a local Ray with 2 
 import os
 import signal
 
-from agentgym.distributed import RayEnvPool, ensure_ray
 from agentgym.parsing import render_tool_call
+from agentgym.pools import RayEnvPool, ensure_ray
 
 ensure_ray(num_cpus=2)
 moves = [render_tool_call("move", {"direction": d}) for d in ("up", "left", "down", "right")]

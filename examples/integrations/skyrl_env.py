@@ -44,7 +44,9 @@ def write_data(out: pathlib.Path, env_id: str, n: int, max_turns: int) -> None:
 
 def show_prompt(env_id: str) -> None:
     """What SkyRL's generator tokenises: init()'s messages through the chat template."""
-    from agentgym.integrations.offline import char_tokenizer
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # offline.py is beside us
+    from offline import char_tokenizer  # the stand-in tokenizer (a test harness)
+
     from agentgym.parsing import render_tool_call
 
     extras = {"env_id": env_id, "seed": 2, "max_turns": 6}

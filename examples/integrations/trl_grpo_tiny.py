@@ -15,6 +15,7 @@ get_reward. Takes about 20 s here. Run: python examples/integrations/trl_grpo_ti
 import json
 import os
 import pathlib
+import sys
 import tempfile
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -24,8 +25,10 @@ import trl
 from transformers import Qwen3Config, Qwen3ForCausalLM
 from trl import GRPOConfig, GRPOTrainer
 
-from agentgym.integrations.offline import char_tokenizer
 from agentgym.integrations.trl import environment_class, seed_dataset
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # offline.py is beside us
+from offline import char_tokenizer  # the stand-in tokenizer (a test harness)
 
 ENV = "agentgym/Sokoban-Tiny-v0"
 # Each move exactly as TRL's Qwen3 template writes a tool call, kept as one token.

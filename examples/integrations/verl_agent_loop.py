@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import pathlib
+import sys
 
 from agentgym.integrations import verl as agverl
 
@@ -57,7 +58,9 @@ def write(env_id: str, out: pathlib.Path, train: int, val: int, max_turns: int) 
 
 
 def smoke(env_id: str, max_turns: int) -> None:
-    from agentgym.integrations.offline import ScriptedLLM, char_tokenizer
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # offline.py is beside us
+    from offline import ScriptedLLM, char_tokenizer  # stand-ins (a test harness)
+
     from agentgym.parsing import render_tool_call
 
     tok = char_tokenizer()

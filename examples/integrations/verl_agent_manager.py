@@ -11,7 +11,7 @@ from agentgym.integrations.verl_agent import AgentGymEnvironmentManager
 
 pool = None
 if "--ray" in sys.argv:  # the same manager with its envs on Ray actors
-    from agentgym.distributed import RayEnvPool
+    from agentgym.pools import RayEnvPool
 
     pool = RayEnvPool.from_id(
         "agentgym/Sokoban-Tiny-v0", 8, num_cpus=0.25, ray_init={"num_cpus": 2}

@@ -71,7 +71,7 @@ def test_only_the_byte_policy_is_probed(monkeypatch, capsys, policy, probed):
         "agentgym.cli.cmd_check.admissible_actions_warning",
         lambda env_id, kw=None: calls.append(env_id) or "warning: x",
     )
-    monkeypatch.setattr("agentgym.rl.trainer.Trainer", _stand_in_trainer)
+    monkeypatch.setattr("agentgym.algos.trainer.Trainer", _stand_in_trainer)
     with pytest.raises(_Built):
         cli_main(["train", "--env", WITHOUT, "--policy", policy, "--model", "m"])
     assert calls == ([WITHOUT] if probed else [])

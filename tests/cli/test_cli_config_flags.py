@@ -22,11 +22,11 @@ from typing import Any, Literal
 
 import pytest
 
+from agentgym.algos.trainer import TrainConfig
 from agentgym.cli import build_parser, cmd_eval, cmd_serve, cmd_train
 from agentgym.cli.from_config import ConfigFlags, Flag, Shared
 from agentgym.error import InvalidConfigError
 from agentgym.evaluation import EvalConfig
-from agentgym.rl.trainer import TrainConfig
 from agentgym.server.runner import ServeConfig
 from agentgym.server.sessions import ServerLimits
 

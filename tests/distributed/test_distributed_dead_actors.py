@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from agentgym.distributed import RayEnvPool
+from agentgym.pools import RayEnvPool
 
 ray = pytest.importorskip("ray")
 

@@ -18,9 +18,9 @@ import gymnasium as gym
 import pytest
 import ray
 
-from agentgym.distributed import RayEnvPool
 from agentgym.error import InvalidConfigError
 from agentgym.parsing import render_tool_call
+from agentgym.pools import RayEnvPool
 from tests.distributed.ray_test_envs import kill_node
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

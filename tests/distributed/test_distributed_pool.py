@@ -9,9 +9,9 @@ import gymnasium as gym
 import pytest
 
 import agentgym
-from agentgym.distributed import RayEnvPool, RemoteEnv, RemoteEnvError, ensure_ray
 from agentgym.error import InvalidConfigError
 from agentgym.parsing import render_tool_call
+from agentgym.pools import EnvPool, RayEnvPool, RemoteEnv, RemoteEnvError, ensure_ray
 from agentgym.testing import (
     FUZZ_ACTIONS,
     check_reset_determinism,
@@ -19,7 +19,6 @@ from agentgym.testing import (
     check_state_key,
     check_step_fuzz,
 )
-from agentgym.vector import EnvPool
 
 pytestmark = pytest.mark.ray
 

@@ -13,15 +13,15 @@ import signal
 
 import pytest
 
-from agentgym.distributed import RayEnvPool
 from agentgym.parsing import render_tool_call
+from agentgym.pools import RayEnvPool
 from tests.distributed.ray_test_envs import kill_actor_for_good
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 ENV_ID = "agentgym/Sokoban-Tiny-v0"
 UP = render_tool_call("move", {"direction": "up"})
-LOGGER = "agentgym.distributed"
+LOGGER = "agentgym.pools.ray"
 
 
 def _replacement_logs(caplog) -> list[tuple[int, int, float]]:

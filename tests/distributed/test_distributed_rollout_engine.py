@@ -14,7 +14,7 @@ import asyncio
 import gymnasium as gym
 import pytest
 
-from agentgym.distributed import RayEnvPool
+from agentgym.pools import RayEnvPool
 from agentgym.rollout import PoolEnvSource, RolloutConfig, RolloutEngine, training_arrays
 from tests.distributed.ray_test_envs import kill_actor_for_good
 from tests.fake_llm_server import ScriptedChatPolicy

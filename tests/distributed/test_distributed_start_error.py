@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from agentgym import distributed
-from agentgym.distributed import RayEnvPool, RemoteEnvError, start_deadline
+from agentgym.pools.ray import RayEnvPool, RemoteEnvError, start_deadline
 
 
 class _Method:

@@ -8,9 +8,9 @@ import pytest
 
 from agentgym.agents.load import load_checkpoint_state
 from agentgym.agents.transformer import TransformerConfig, TransformerPolicy, prompt_text
+from agentgym.algos.demos import demo_steps, record_demos
+from agentgym.algos.sft import demo_generations, demo_nll
 from agentgym.cli import main
-from agentgym.rl.demos import demo_steps, record_demos
-from agentgym.rl.sft import demo_generations, demo_nll
 
 ENV_ID = "agentgym/Household-v0"
 SMALL = ["--d-model", "16", "--layers", "1", "--backend", "sync", "--no-progress"]

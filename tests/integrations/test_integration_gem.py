@@ -90,7 +90,7 @@ def test_oat_trainer_env_path_with_gems_concat_chat_wrapper(gem_ids):
     with per-env ``vec_kwargs`` seeds and GEM's ``concat_chat`` wrapper over a tokenizer."""
     from gem.wrappers.wrapper_factory import get_wrapper_fns
 
-    from agentgym.integrations.offline import char_tokenizer
+    from examples.integrations.offline import char_tokenizer
 
     tok = char_tokenizer()
     tok.chat_template = CHATML

@@ -72,7 +72,7 @@ def test_multi_turn_executor_has_one_im_end_per_turn_boundary(monkeypatch):
     agent = pytest.importorskip("openrlhf.utils.agent")
     pytest.importorskip("transformers")
     from agentgym.integrations import session as session_mod
-    from agentgym.integrations.offline import char_tokenizer
+    from examples.integrations.offline import char_tokenizer
 
     closed = []
     real_make = session_mod.make_env
@@ -149,7 +149,7 @@ def _single_agent_ids():
 def test_every_id_through_the_executor_is_text_with_closed_turns(env_id):
     pytest.importorskip("openrlhf.utils.agent")
     pytest.importorskip("transformers")
-    from agentgym.integrations.offline import char_tokenizer
+    from examples.integrations.offline import char_tokenizer
 
     tok = char_tokenizer()
     _, Executor = make_agent_classes(env_id)

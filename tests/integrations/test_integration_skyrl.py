@@ -27,7 +27,7 @@ pytest.importorskip("transformers")
 
 @pytest.fixture(scope="module")
 def tok():
-    from agentgym.integrations.offline import char_tokenizer
+    from examples.integrations.offline import char_tokenizer
 
     return char_tokenizer()
 

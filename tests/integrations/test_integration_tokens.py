@@ -11,7 +11,7 @@ from agentgym.integrations.tokens import run_token_episode
 from agentgym.parsing import render_tool_call
 
 pytest.importorskip("transformers")
-from agentgym.integrations.offline import ScriptedLLM, char_tokenizer
+from examples.integrations.offline import ScriptedLLM, char_tokenizer
 
 ENV_ID = "agentgym/Sokoban-Tiny-v0"
 MOVES = [render_tool_call("move", {"direction": d}) for d in ("up", "left", "down", "right")]

@@ -42,7 +42,7 @@ def _call_token(name: str, arguments: dict) -> str:
 
 
 def _tokenizer(call_tokens: list[str]):
-    from agentgym.integrations.offline import char_tokenizer
+    from examples.integrations.offline import char_tokenizer
 
     tok = char_tokenizer()
     tok.add_special_tokens(

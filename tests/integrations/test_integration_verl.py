@@ -27,7 +27,7 @@ def _model_dir(tmp_path) -> str:
     """A tokenizer (``<tool_call>`` special) and a tiny Qwen2 config on disk, no download."""
     from transformers import Qwen2Config
 
-    from agentgym.integrations.offline import char_tokenizer
+    from examples.integrations.offline import char_tokenizer
 
     tok = char_tokenizer()
     tok.add_special_tokens(
@@ -290,7 +290,7 @@ def test_turn_rewards_reach_verls_naive_reward_manager_through_compute_score():
     from verl.trainer.ppo.reward import get_custom_reward_fn
     from verl.workers.reward_manager.naive import NaiveRewardManager
 
-    from agentgym.integrations.offline import char_tokenizer
+    from examples.integrations.offline import char_tokenizer
 
     inter = agverl.AgentGymInteraction({"env_id": ENV_ID})
     rows = agverl.interaction_rows(ENV_ID, [SEED, SEED])

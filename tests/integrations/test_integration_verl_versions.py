@@ -30,7 +30,7 @@ import verl
 from verl import DataProto
 from verl.trainer.ppo.reward import compute_reward, load_reward_manager
 import agentgym.integrations.verl as agverl
-from agentgym.integrations.offline import char_tokenizer
+from examples.integrations.offline import char_tokenizer
 from agentgym.parsing import render_tool_call
 
 ENV = "agentgym/Sokoban-Tiny-v0"

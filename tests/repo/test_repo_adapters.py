@@ -64,7 +64,7 @@ def test_trl_environment_class(fix):
 
 def test_verl_agent_loop_body():
     from agentgym.integrations import verl as agverl
-    from agentgym.integrations.offline import char_tokenizer
+    from examples.integrations.offline import char_tokenizer
 
     tok = char_tokenizer()
     row = agverl.agent_loop_rows(ENV_ID, [SEED], max_turns=4)[0]

@@ -6,14 +6,14 @@ import math
 
 import pytest
 
-from agentgym.error import InvalidConfigError
-from agentgym.rl.heldout import (
+from agentgym.algos.heldout import (
     distinct_task_seeds,
     heldout_eval,
     mean_se,
     paired_difference,
     seed_task_mapper,
 )
+from agentgym.error import InvalidConfigError
 
 
 def test_mean_se_is_the_sample_std_over_root_n():

@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 import torch
 
-from agentgym.error import InvalidConfigError
-from agentgym.rl import (
+from agentgym.algos import (
     discounted_returns,
     gigpo_advantages,
     grpo_advantages,
     tree_grpo_advantages,
 )
+from agentgym.error import InvalidConfigError
 
 # Trajectory A visits s0 -> s1 with rewards [0, 10]; B visits s0 -> s2 -> s1 with [0, 0, 0].
 GIGPO_CASE = dict(
@@ -160,7 +160,7 @@ def test_bad_inputs_raise_typed_errors():
 
 def test_anchor_group_stats_hand_computed():
     from agentgym.agents.base import Generation
-    from agentgym.rl.gigpo import anchor_group_stats
+    from agentgym.algos.gigpo import anchor_group_stats
     from agentgym.rollout.steps import StepRecord
 
     def row(traj, state, reward):

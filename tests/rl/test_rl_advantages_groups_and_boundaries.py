@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from agentgym.algos import gigpo_advantages, grpo_advantages, tree_grpo_advantages
+from agentgym.algos.advantages import discounted_returns, group_normalize
 from agentgym.error import InvalidConfigError
-from agentgym.rl import gigpo_advantages, grpo_advantages, tree_grpo_advantages
-from agentgym.rl.advantages import discounted_returns, group_normalize
 
 TWO_TRAJ_ROWS = {  # trajectory x: s0 -> s1 with rewards 0, 1; trajectory y: s0 with reward 0
     "group_ids": ["a", "a", "a"],

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agentgym.rl.curves import curve_figure, plot_curves
+from agentgym.algos.curves import curve_figure, plot_curves
 
 pytest.importorskip("matplotlib")
 

@@ -10,11 +10,11 @@ import agentgym  # noqa: F401
 from agentgym.agents import NoisyPolicy, OraclePolicy
 from agentgym.agents.load import load_checkpoint_state
 from agentgym.agents.transformer import TransformerConfig, TransformerPolicy, prompt_text
+from agentgym.algos.demos import demo_steps, record_demos
+from agentgym.algos.sft import demo_generations, demo_nll
 from agentgym.cli import main
-from agentgym.rl.demos import demo_steps, record_demos
-from agentgym.rl.rollouts import group_rollouts
-from agentgym.rl.sft import demo_generations, demo_nll
-from agentgym.vector import EnvPool
+from agentgym.pools import EnvPool
+from agentgym.rollout.groups import group_rollouts
 
 TWENTY = "agentgym/UserTwentyQuestions-v0"
 SOKOBAN = "agentgym/Sokoban-Tiny-v0"

@@ -11,10 +11,10 @@ import pytest
 import agentgym  # noqa: F401
 from agentgym.agents import OraclePolicy, RandomPolicy
 from agentgym.agents.transformer import TransformerConfig, TransformerPolicy
+from agentgym.algos.curves import curve_lines
+from agentgym.algos.heldout import check_splits_disjoint, heldout_eval
+from agentgym.algos.trainer import TrainConfig, Trainer
 from agentgym.cli import main
-from agentgym.rl.curves import curve_lines
-from agentgym.rl.heldout import check_splits_disjoint, heldout_eval
-from agentgym.rl.trainer import TrainConfig, Trainer
 
 ENV = "agentgym/Sokoban-Tiny-v0"
 TWENTY = "agentgym/UserTwentyQuestions-v0"
@@ -103,7 +103,7 @@ def test_trainer_logs_heldout_success_from_step_zero_in_csv_tensorboard_and_curv
 def test_curve_png_of_three_iterations_is_not_blank(tmp_path):
     from matplotlib.image import imread
 
-    from agentgym.rl.curves import plot_curves
+    from agentgym.algos.curves import plot_curves
 
     rows = [{"env_steps": 10 * (i + 1), "success": s} for i, s in enumerate([0.1, 0.6, 0.3])]
     path = tmp_path / "curve.png"

@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from agentgym.rl.losses import PPOLossConfig, kl_k3, masked_mean, ppo_clip_loss
+from agentgym.algos.losses import PPOLossConfig, kl_k3, masked_mean, ppo_clip_loss
 
 
 def _loss(logp, old, adv, mask=None, **cfg):

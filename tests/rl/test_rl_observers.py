@@ -25,8 +25,8 @@ from agentgym.wrappers.chat import observation_message
 
 import agentgym  # noqa: F401  (registers the ids)
 from agentgym.agents.base import PolicyInput
+from agentgym.algos.demos import HouseholdExplorerPolicy, SearchReaderPolicy, observer_for
 from agentgym.error import InvalidConfigError
-from agentgym.rl.demos import HouseholdExplorerPolicy, SearchReaderPolicy, observer_for
 from agentgym.rollout.steps import Chat, merge_step_info
 
 Decide = Callable[[World, Any, list[str], list[str]], str]

@@ -6,8 +6,8 @@ import numpy as np
 import agentgym  # noqa: F401  (registers envs)
 from agentgym.agents.base import Generation
 from agentgym.agents.scripted import RandomPolicy
-from agentgym.rl.rollouts import group_rollouts, tree_rollouts
-from agentgym.vector import EnvPool
+from agentgym.pools import EnvPool
+from agentgym.rollout.groups import group_rollouts, tree_rollouts
 
 ENV = "agentgym/Sokoban-Tiny-v0"
 

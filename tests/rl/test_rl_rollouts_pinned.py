@@ -1,7 +1,8 @@
-"""The trainer's group rollouts and its held-out evaluation are pinned.
+"""The trainer's group and tree rollouts and its held-out evaluation are pinned.
 
-Digests taken from the lockstep chain loop (``run_chains``) at commit 1fcf528, before these
-calls moved onto the rollout engine. Each covers every step row (group, trajectory id, step,
+Digests taken from the lockstep chain loop (``run_chains``) before these calls moved onto the
+rollout engine: group rollouts and held-out runs at commit 1fcf528, Tree-GRPO's tree
+rollouts (chains from reset, then branches restored from snapshots) at commit 08ce5ca. Each covers every step row (group, trajectory id, step,
 anchor state, action, token ids and log-probabilities, reward, validity, end, success) or
 every held-out outcome, with the batch's counters. The sampled byte transformer draws from
 its own generator in batch order, so a change in how chains are batched turn by turn, or in
@@ -21,9 +22,9 @@ import pytest
 import agentgym  # noqa: F401  (registers the envs)
 from agentgym.agents.scripted import RandomPolicy
 from agentgym.agents.transformer import TransformerConfig, TransformerPolicy
-from agentgym.rl.heldout import heldout_eval
-from agentgym.rl.rollouts import group_rollouts
-from agentgym.vector import EnvPool
+from agentgym.algos.heldout import heldout_eval
+from agentgym.pools import EnvPool
+from agentgym.rollout.groups import group_rollouts, tree_rollouts
 
 
 def _array(a: np.ndarray | None) -> Any:
@@ -85,6 +86,22 @@ def group_case(env_id: str, policy: Any, seeds: list[int], group_size: int, envs
     return batch_digest(batch)
 
 
+def tree_case(env_id: str, policy: Any, seeds: list[int], envs: int, **kwargs: Any) -> str:
+    env_kwargs = kwargs.pop("env_kwargs", {})
+    with EnvPool([lambda: gym.make(env_id, **env_kwargs)] * envs) as pool:
+        batch = tree_rollouts(
+            pool,
+            policy,
+            seeds,
+            rng=np.random.default_rng(kwargs.pop("rng_seed")),
+            history_turns=1,
+            group_prefix="it5:",
+            traj_counter=counter(7),
+            **kwargs,
+        )
+    return batch_digest(batch)
+
+
 def heldout_case(env_id: str, policy: Any, greedy: bool, **kwargs: Any) -> str:
     res = heldout_eval(env_id, policy, greedy=greedy, **kwargs)
     rows = [[o.task_id, o.seed, o.success, o.total_reward, o.turns] for o in res.outcomes]
@@ -93,6 +110,46 @@ def heldout_case(env_id: str, policy: Any, greedy: bool, **kwargs: Any) -> str:
 
 
 CASES = {
+    "tree-sokoban-transformer": (
+        lambda: tree_case(
+            "agentgym/Sokoban-Tiny-v0",
+            sampled_transformer(3),
+            [4, 9],
+            3,
+            trees=2,
+            expand=2,
+            rounds=2,
+            rng_seed=5,
+        ),
+        "21fd2aa938bc7a03",
+    ),
+    "tree-sokoban-random-wide": (
+        lambda: tree_case(
+            "agentgym/Sokoban-Tiny-v0",
+            RandomPolicy(9),
+            [1, 6, 2],
+            4,
+            trees=3,
+            expand=3,
+            rounds=1,
+            rng_seed=2,
+        ),
+        "9162184c1c357e9d",
+    ),
+    "tree-household-transformer": (
+        lambda: tree_case(
+            "agentgym/Household-v0",
+            sampled_transformer(12),
+            [3],
+            2,
+            trees=2,
+            expand=2,
+            rounds=2,
+            rng_seed=8,
+            env_kwargs={"max_turns": 6},
+        ),
+        "f5229384162b0050",
+    ),
     "group-sokoban-random": (
         lambda: group_case("agentgym/Sokoban-Tiny-v0", RandomPolicy(5), [3, 8, 1], 3, 4),
         "10a42415e415bc87",

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from agentgym.algos.rundir import logged_iterations, sigint_deferred
 from agentgym.cli import main
-from agentgym.rl.rundir import logged_iterations, sigint_deferred
 from tests.cli.test_cli_eval_interrupt import ENV, _agentgym, _interrupt
 
 

@@ -11,10 +11,10 @@ import torch
 import agentgym  # noqa: F401
 from agentgym.agents.scripted import RandomPolicy
 from agentgym.agents.transformer import TransformerConfig
+from agentgym.algos.trainer import TrainConfig, Trainer
 from agentgym.cli import main
-from agentgym.rl.rollouts import group_rollouts
-from agentgym.rl.trainer import TrainConfig, Trainer
-from agentgym.vector import EnvPool
+from agentgym.pools import EnvPool
+from agentgym.rollout.groups import group_rollouts
 
 ENV = "agentgym/Sokoban-Tiny-v0"
 LEVEL = 7  # one fixed level: the agent must learn to solve it

@@ -19,9 +19,9 @@ import pytest
 import agentgym  # noqa: F401  (registers the ids)
 from agentgym.agents.load import load_policy
 from agentgym.agents.wordmodel import WordConfig, WordPolicy
+from agentgym.algos.demos import HouseholdExplorerPolicy, demo_steps, record_demos, relabel
+from agentgym.algos.trainer import TrainConfig, Trainer
 from agentgym.error import InvalidConfigError
-from agentgym.rl.demos import HouseholdExplorerPolicy, demo_steps, record_demos, relabel
-from agentgym.rl.trainer import TrainConfig, Trainer
 
 ENV = "agentgym/Household-v0"
 TINY = WordConfig(d_model=16, n_layers=1, n_heads=2, max_tokens=512)

@@ -33,6 +33,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from agentgym.pools import EnvPool
 from agentgym.rollout import (
     AsyncHTTPPolicy,
     Collection,
@@ -46,7 +47,6 @@ from agentgym.rollout import (
 )
 from agentgym.rollout.faults import cause_kind
 from agentgym.rollout.records import Episode, Group
-from agentgym.vector import EnvPool
 from tests.fake_llm_server import FailFirstAttempts
 from tests.rollout.faulty import (
     EnvAudit,

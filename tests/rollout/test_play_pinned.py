@@ -22,8 +22,8 @@ import pytest
 
 from agentgym.agents import make_policy
 from agentgym.agents.scripted import NoisyPolicy, RandomPolicy
+from agentgym.algos.demos import observer_for, record_demos
 from agentgym.episodes import play
-from agentgym.rl.demos import observer_for, record_demos
 from agentgym.trajectory import Recorder, TrajectoryReader
 
 #: Keys of a frame that change from run to run.

@@ -19,6 +19,7 @@ import pytest
 
 import agentgym  # noqa: F401  (registers the envs)
 from agentgym.agents.base import Generation, PolicyInput
+from agentgym.pools import EnvPool
 from agentgym.rollout import (
     EpisodeCallbacks,
     LocalEnvSource,
@@ -28,7 +29,6 @@ from agentgym.rollout import (
 )
 from agentgym.rollout.records import Episode, Group
 from agentgym.rollout.steps import Chat, StepRecord
-from agentgym.vector import EnvPool
 from tests.fake_llm_server import ScriptedChatPolicy
 from tests.rollout.test_rollout_engine import GatedPolicy, engine_results, lockstep
 

@@ -1,6 +1,6 @@
 """The asynchronous rollout engine against a fake model server with long-tailed latency.
 
-Every test compares with the lockstep loop (``agentgym.rl.rollouts.group_rollouts``, which
+Every test compares with the lockstep loop (``agentgym.rollout.groups.group_rollouts``, which
 steps all envs together and calls the policy once per turn) for the same seeds and the
 same deterministic model (:func:`tests.fake_llm_server.scripted_reply`).
 """
@@ -18,7 +18,7 @@ import pytest
 import agentgym  # noqa: F401  (registers the envs)
 from agentgym.agents.base import Generation, PolicyInput
 from agentgym.agents.scripted import OraclePolicy
-from agentgym.rl.rollouts import group_rollouts
+from agentgym.pools import EnvPool
 from agentgym.rollout import (
     AsyncHTTPPolicy,
     BatchingPolicy,
@@ -28,7 +28,7 @@ from agentgym.rollout import (
     RolloutEngine,
     training_arrays,
 )
-from agentgym.vector import EnvPool
+from agentgym.rollout.groups import group_rollouts
 from tests.fake_llm_server import (
     FailFirstAttempts,
     FakeLLMServer,

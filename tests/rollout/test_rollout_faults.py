@@ -32,6 +32,7 @@ import pytest
 import agentgym  # noqa: F401  (registers the envs)
 from agentgym.agents.http import PolicyRequestError
 from agentgym.error import InvalidConfigError
+from agentgym.pools import EnvPool
 from agentgym.rollout import (
     AsyncHTTPPolicy,
     CollectionError,
@@ -43,7 +44,6 @@ from agentgym.rollout import (
     RolloutEngine,
 )
 from agentgym.rollout.records import Episode, Group
-from agentgym.vector import EnvPool
 from tests.fake_llm_server import ScriptedChatPolicy
 from tests.rollout.faulty import (
     EnvAudit,

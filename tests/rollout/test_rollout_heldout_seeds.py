@@ -4,7 +4,7 @@ The one held-out evaluator, :func:`agentgym.rollout.heldout.heldout_eval` (``age
 runs it asynchronously, the trainer and the learning protocol in lockstep), must play
 exactly the tasks its arguments name: episode ``k`` of ``episodes`` tasks x ``samples_per_task`` is reset
 with seed ``seed + k // samples_per_task`` on the test split, and
-:func:`~agentgym.rl.heldout.distinct_task_seeds` picks the first seeds whose tasks are new.
+:func:`~agentgym.algos.heldout.distinct_task_seeds` picks the first seeds whose tasks are new.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import agentgym  # noqa: F401  (registers the envs)
 from agentgym.agents.base import Generation, PolicyInput
 from agentgym.agents.http import PolicyRequestError
 from agentgym.agents.scripted import OraclePolicy
+from agentgym.algos.heldout import distinct_task_seeds, heldout_eval, seed_task_mapper
 from agentgym.error import InvalidConfigError
-from agentgym.rl.heldout import distinct_task_seeds, heldout_eval, seed_task_mapper
 from agentgym.rollout import CollectionError
 from agentgym.rollout.heldout import stop_when_policy_is_down
 from agentgym.rollout.records import Episode

@@ -19,6 +19,7 @@ from agentgym.agents.base import Generation, PolicyInput
 from agentgym.agents.scripted import RandomPolicy
 from agentgym.episodes import play
 from agentgym.error import InvalidConfigError
+from agentgym.pools import EnvPool
 from agentgym.rollout import (
     CollectionError,
     PoolEnvSource,
@@ -26,7 +27,6 @@ from agentgym.rollout import (
     RolloutEngine,
 )
 from agentgym.rollout.policy import BatchingPolicy
-from agentgym.vector import EnvPool
 
 SOKOBAN = "agentgym/Sokoban-Tiny-v0"
 

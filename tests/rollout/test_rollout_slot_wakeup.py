@@ -15,8 +15,8 @@ import pytest
 
 import agentgym  # noqa: F401  (registers the envs)
 from agentgym.agents.scripted import OraclePolicy
+from agentgym.pools import EnvPool
 from agentgym.rollout import PoolEnvSource, RolloutConfig, RolloutEngine, driver
-from agentgym.vector import EnvPool
 
 SOKOBAN = "agentgym/Sokoban-Tiny-v0"
 

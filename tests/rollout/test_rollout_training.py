@@ -3,7 +3,7 @@
 :func:`agentgym.rollout.training.collect_groups` must give the lockstep
 ``group_rollouts``'s episodes for the same seeds and a deterministic policy, leave a group
 with a crashed env out of the batch whole (never a zero in the advantages), and drive a
-real :class:`~agentgym.rl.trainer.Trainer` iteration when ``rollout_engine`` is set.
+real :class:`~agentgym.algos.trainer.Trainer` iteration when ``rollout_engine`` is set.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import pytest
 import agentgym  # noqa: F401  (registers the envs)
 from agentgym.agents.scripted import OraclePolicy
 from agentgym.error import InvalidConfigError
-from agentgym.rl.rollouts import group_rollouts
+from agentgym.pools import EnvPool
+from agentgym.rollout.groups import group_rollouts
 from agentgym.rollout.training import collect_groups
-from agentgym.vector import EnvPool
 
 SOKOBAN = "agentgym/Sokoban-Tiny-v0"
 
@@ -71,7 +71,7 @@ def test_collect_groups_equals_group_rollouts_and_drops_a_crashed_group() -> Non
 @pytest.mark.slow  # a real training iteration: ~10 s on a loaded 2-core machine
 def test_trainer_collects_through_the_engine() -> None:
     from agentgym.agents.transformer import TransformerConfig
-    from agentgym.rl.trainer import TrainConfig, Trainer
+    from agentgym.algos.trainer import TrainConfig, Trainer
 
     cfg = TrainConfig(
         env_id=SOKOBAN,

@@ -131,7 +131,7 @@ def test_closing_a_session_closes_its_context_and_pages(runtime):
 def test_eight_concurrent_sessions_have_no_errors_and_leave_no_page(runtime):
     """The CI-sized version of the 64-session benchmark: 8 browser-mode sessions stepped
     concurrently in one pool, every oracle step without error, nothing left after close."""
-    from agentgym.vector import EnvPool
+    from agentgym.pools import EnvPool
 
     before = runtime.open_pages()
     # a generous action timeout: on a loaded CI machine 8 sessions queue for the CPU

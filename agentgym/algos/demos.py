@@ -1,7 +1,7 @@
 """Demonstrations: record them with a scripted policy, read them back as training steps.
 
 The pipeline the field uses for LLM agents is demonstrations, then RL: clone a
-demonstrator into a starting checkpoint (:mod:`agentgym.rl.sft`), then improve it with
+demonstrator into a starting checkpoint (:mod:`agentgym.algos.sft`), then improve it with
 GRPO / GiGPO / Tree-GRPO. Every agentgym env has a privileged oracle; wrapped in
 :class:`~agentgym.agents.NoisyPolicy` it gives *imperfect* demonstrations (a fraction
 ``epsilon`` of random admissible actions), so the clone also sees mistakes and what follows

@@ -20,7 +20,7 @@ import torch
 
 from agentgym.agents.base import Generation
 from agentgym.agents.transformer import EOS, _encode
-from agentgym.rl.demos import DemoStep
+from agentgym.algos.demos import DemoStep
 
 
 def demo_generations(policy: Any, steps: Sequence[DemoStep]) -> list[Generation]:

@@ -5,7 +5,7 @@ agent step; the rows of one trajectory appear in step order, trajectories may in
 and returns one advantage per row. Inputs may be numpy arrays, torch tensors or lists; the
 result has the type (and, for torch, the device) of the first numeric input. The maths runs
 in float64 numpy, fully vectorised (no per-group Python loops), so any framework (verl, TRL,
-OpenRLHF or :mod:`agentgym.rl.trainer`) can call these on its own batch.
+OpenRLHF or :mod:`agentgym.algos.trainer`) can call these on its own batch.
 
 Conventions shared by all three (they follow the GiGPO / Tree-GRPO reference code):
 

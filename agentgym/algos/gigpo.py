@@ -1,6 +1,6 @@
 """GiGPO (Group-in-Group Policy Optimization, arXiv 2505.10978) on group rollouts.
 
-Rollouts: :func:`agentgym.rl.rollouts.group_rollouts`. Every step is a row with its episode
+Rollouts: :func:`agentgym.rollout.groups.group_rollouts`. Every step is a row with its episode
 group (task + seed), trajectory, reward and anchor state (``state_key`` before the action).
 
     A_E(i)    = norm_g( sum_t r_{i,t} )                 episode advantage (rows or trajectories)
@@ -8,7 +8,7 @@ group (task + seed), trajectory, reward and anchor state (``state_key`` before t
     A_S(i,t)  = norm_{g, s_{i,t}}( G_{i,t} )            over rows sharing the anchor state
     A(i,t)    = A_E(i) + omega * A_S(i,t)
 
-See :func:`agentgym.rl.advantages.gigpo_advantages` for the flags where the paper and the
+See :func:`agentgym.algos.advantages.gigpo_advantages` for the flags where the paper and the
 official code differ.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agentgym.rl.advantages import gigpo_advantages
+from agentgym.algos.advantages import gigpo_advantages
 from agentgym.rollout.steps import RolloutBatch, StepRecord
 
 

@@ -2,7 +2,7 @@
 
 Python API::
 
-    from agentgym.rl import TrainConfig, train
+    from agentgym.algos import TrainConfig, train
     result = train(TrainConfig(env_id="agentgym/Sokoban-Tiny-v0", algo="gigpo", iterations=20,
                                out_dir="runs/sokoban-gigpo"))
 
@@ -14,16 +14,16 @@ then runs ``ppo_epochs`` passes of minibatched PPO-clip updates (token-mean over
 tokens; the frozen initial policy is the KL reference).
 
 ``algo="sft"`` instead clones demonstrations (``demos``: an ``.agtr`` file, see
-:mod:`agentgym.rl.demos`): each iteration is one epoch of minibatched token-mean NLL with
+:mod:`agentgym.algos.demos`): each iteration is one epoch of minibatched token-mean NLL with
 the same token mask as RL. ``init`` starts any algorithm from a checkpoint (e.g. the SFT
 one), so the pipeline is demos -> ``sft`` -> ``gigpo --init``.
 
 The headline metric is held-out success: with ``eval_every=K`` the policy plays
 ``eval_tasks`` episodes of the env's TEST split (disjoint from the train split) before
-training and every K iterations, greedy and sampled (:mod:`agentgym.rl.heldout`).
+training and every K iterations, greedy and sampled (:mod:`agentgym.algos.heldout`).
 
 Written to ``out_dir`` (which must not hold another run unless ``resume`` or ``overwrite``;
-see :mod:`agentgym.rl.rundir`):
+see :mod:`agentgym.algos.rundir`):
 
 * ``metrics.csv`` — one row per iteration (stable column names, see :data:`METRIC_FIELDS`);
   ``test_success`` / ``test_success_greedy`` are filled on rows after which an evaluation
@@ -57,23 +57,23 @@ from tqdm.auto import tqdm
 
 from agentgym.agents.transformer import TransformerConfig, TransformerPolicy
 from agentgym.agents.wordmodel import WordConfig, WordPolicy, is_word_state
-from agentgym.error import InvalidConfigError
-from agentgym.registry import get_record
-from agentgym.rl.curves import plot_curves
-from agentgym.rl.gigpo import GiGPOConfig, gigpo_rows
-from agentgym.rl.grpo import GRPOConfig, grpo_rows
-from agentgym.rl.heldout import heldout_eval
-from agentgym.rl.losses import PPOLossConfig, ppo_clip_loss
-from agentgym.rl.rollouts import group_rollouts, tree_rollouts
-from agentgym.rl.rundir import (
+from agentgym.algos.curves import plot_curves
+from agentgym.algos.gigpo import GiGPOConfig, gigpo_rows
+from agentgym.algos.grpo import GRPOConfig, grpo_rows
+from agentgym.algos.heldout import heldout_eval
+from agentgym.algos.losses import PPOLossConfig, ppo_clip_loss
+from agentgym.algos.rundir import (
     logged_iterations,
     prepare_run_dir,
     sigint_deferred,
     write_atomically,
 )
-from agentgym.rl.tree_grpo import TreeGRPOConfig, tree_rows
+from agentgym.algos.tree_grpo import TreeGRPOConfig, tree_rows
+from agentgym.error import InvalidConfigError
+from agentgym.pools import EnvPool
+from agentgym.registry import get_record
+from agentgym.rollout.groups import group_rollouts, tree_rollouts
 from agentgym.rollout.steps import RolloutBatch, StepRecord
-from agentgym.vector import EnvPool
 
 logger = logging.getLogger(__name__)
 
@@ -196,7 +196,7 @@ class TrainConfig:
     every this many epochs and after the last; in between it is left empty."""
     demos_relabel: bool = False
     """``sft``: the label of every demonstrated step is what the env's observation-only
-    demonstrator (:func:`agentgym.rl.demos.observer_for`) chooses there, so the noisy
+    demonstrator (:func:`agentgym.algos.demos.observer_for`) chooses there, so the noisy
     steps of noisy demonstrations keep their states and lose their random actions."""
     init: str | None = None
     """Start from this checkpoint's policy (e.g. the SFT one); its model config wins."""
@@ -322,8 +322,8 @@ class Trainer:
         self._demo_gens: list[Any] = []
         self.pool: EnvPool | None = None
         if config.algo == "sft":
-            from agentgym.rl.demos import demo_steps
-            from agentgym.rl.sft import demo_generations
+            from agentgym.algos.demos import demo_steps
+            from agentgym.algos.sft import demo_generations
 
             assert config.demos is not None
             steps = demo_steps(
@@ -332,7 +332,7 @@ class Trainer:
                 only_success=config.demos_only_success,
             )
             if config.demos_relabel:
-                from agentgym.rl.demos import relabel
+                from agentgym.algos.demos import relabel
 
                 steps = relabel(steps, config.env_id, config.demos)
             self._demo_gens = demo_generations(self.policy, steps)
@@ -479,7 +479,7 @@ class Trainer:
 
     def sft_epoch(self) -> dict[str, Any]:
         """One epoch of minibatched token-mean NLL over the demonstrations."""
-        from agentgym.rl.sft import demo_nll, nll_loss
+        from agentgym.algos.sft import demo_nll, nll_loss
 
         cfg = self.cfg
         gens = self._demo_gens
@@ -833,7 +833,7 @@ def train_vocabulary(config: TrainConfig) -> list[str]:
     """The word policy's vocabulary from the train split: the demonstrations' text when the
     config has demos, else ``vocab_episodes`` episodes of a random admissible policy."""
     from agentgym.agents.wordmodel import build_vocabulary
-    from agentgym.rl.demos import demo_texts, random_texts
+    from agentgym.algos.demos import demo_texts, random_texts
 
     if config.demos:
         texts = demo_texts(config.demos)

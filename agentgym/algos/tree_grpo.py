@@ -1,6 +1,6 @@
 """Tree-GRPO (Tree Search for LLM Agent RL, arXiv 2509.21240) on tree rollouts.
 
-Rollouts: :func:`agentgym.rl.rollouts.tree_rollouts`: per task ``trees`` (M) trees, each one
+Rollouts: :func:`agentgym.rollout.groups.tree_rollouts`: per task ``trees`` (M) trees, each one
 full chain, then ``rounds`` (L) rounds expanding ``expand`` (N) nodes per tree from env
 snapshots. Each root-to-leaf path is a trajectory; shared prefixes appear in several paths
 and their gradients add up, which gives implicit step-level credit.
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agentgym.rl.advantages import tree_grpo_advantages
+from agentgym.algos.advantages import tree_grpo_advantages
 from agentgym.rollout.steps import RolloutBatch, StepRecord
 
 

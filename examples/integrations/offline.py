@@ -1,5 +1,9 @@
 """Stand-ins for a model, so integration examples and tests run offline on a CPU.
 
+A test harness, kept out of the installed package (it was ``agentgym.integrations.offline``):
+the examples beside it import it as ``offline`` (their folder is on ``sys.path``), the tests
+as ``examples.integrations.offline`` (the repository root is).
+
 * :func:`char_tokenizer` — a Hugging Face fast tokenizer built in memory (one token per
   byte, a ChatML chat template with tools), no download. Real runs use the model's own.
 * :class:`ScriptedLLM` — an async ``generate(token_ids)`` that answers every turn with an

@@ -1,6 +1,6 @@
 """GRPO for multi-turn agents: one episode score per trajectory, normalised in its group.
 
-Rollouts: :func:`agentgym.rl.rollouts.group_rollouts` (``group_size`` chains per task seed).
+Rollouts: :func:`agentgym.rollout.groups.group_rollouts` (``group_size`` chains per task seed).
 
     score_i   = sum_t r_{i,t}                              (episode return)
     A_i       = (score_i - mean_g) / (std_g + eps)         (std unbiased; singleton: raw)
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agentgym.rl.advantages import grpo_advantages
+from agentgym.algos.advantages import grpo_advantages
 from agentgym.rollout.steps import RolloutBatch, StepRecord
 
 

@@ -1,0 +1,337 @@
+"""Lockstep mode's env calls go out a turn at a time (:class:`TurnEnvCalls`): one hand-off
+to the worker threads and one answer for the whole turn, under one timer. Each call still
+gets its own outcome: a call that raised gets its exception, and when the timer fires
+only the calls that had not returned time out, so an env that hangs fails its own
+attempt (which is played again) while the rest of its turn goes on.
+
+The engine tests use real Sokoban-Tiny envs under :class:`tests.rollout.faulty.GuardedEnv`
+(which reports a step after termination or two calls at once on one env)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import gymnasium as gym
+import pytest
+
+import agentgym  # noqa: F401  (registers the envs)
+from agentgym.pools import EnvPool
+from agentgym.rollout import LocalEnvSource, PoolEnvSource, RolloutConfig, RolloutEngine
+from agentgym.rollout.lockstep import TurnEnvCalls
+from tests.fake_llm_server import ScriptedChatPolicy
+from tests.rollout.faulty import EnvAudit, EnvFaults, GuardedEnv
+from tests.rollout.test_rollout_engine import engine_results, lockstep
+
+SOKOBAN = "agentgym/Sokoban-Tiny-v0"
+DEADLINE_S = 60.0
+TIMEOUT_S = 3.0
+"""env_timeout_s of the hang tests: long for a Sokoban step (tens of microseconds), short
+enough to keep the tests quick."""
+
+
+def test_a_batch_answers_each_call_with_its_own_outcome_and_times_out_only_the_unreturned() -> None:
+    returned = threading.Event()
+    release = threading.Event()
+
+    def quick() -> str:
+        return "stepped"
+
+    def crash() -> str:
+        raise ValueError("env crashed")
+
+    def hang() -> str:
+        assert returned.wait(DEADLINE_S)  # the others are back before this one hangs
+        release.wait(DEADLINE_S)
+        return "too late"
+
+    def note_return() -> str:
+        returned.set()
+        return "also stepped"
+
+    async def one_turn() -> list[Any]:
+        calls = TurnEnvCalls(TIMEOUT_S, threads=4)
+        try:
+            futures = [calls.call(f) for f in (quick, crash, hang, note_return)]
+            outcomes = await asyncio.gather(*futures, return_exceptions=True)
+            assert calls.sizes == [4]  # one hand-off for the whole turn
+            return outcomes
+        finally:
+            calls.close()
+
+    try:
+        outcomes = asyncio.run(one_turn())
+    finally:
+        release.set()
+    assert outcomes[0] == "stepped" and outcomes[3] == "also stepped"
+    assert isinstance(outcomes[1], ValueError) and str(outcomes[1]) == "env crashed"
+    assert isinstance(outcomes[2], TimeoutError)
+
+
+def test_an_env_that_raises_stopiteration_fails_alone() -> None:
+    """StopIteration cannot be set on an asyncio future: it arrives as a RuntimeError that
+    names it, and the other calls of the batch are answered all the same."""
+
+    def exhausted() -> str:
+        raise StopIteration("no more moves")
+
+    async def one_turn() -> list[Any]:
+        calls = TurnEnvCalls(3600.0, threads=2)
+        try:
+            futures = [calls.call(exhausted), calls.call(abs, -5)]
+            return await asyncio.wait_for(
+                asyncio.gather(*futures, return_exceptions=True), DEADLINE_S
+            )
+        finally:
+            calls.close()
+
+    failed, other = asyncio.run(one_turn())
+    assert isinstance(failed, RuntimeError) and str(failed) == "StopIteration: no more moves"
+    assert other == 5
+
+
+def test_an_episode_cancelled_while_its_batch_is_out_leaves_the_others_their_outcomes() -> None:
+    """A hard cancel lands while the batch is out: that episode's future is cancelled,
+    and the rest of the batch is still answered when its last call returns."""
+    entered, release = threading.Event(), threading.Event()
+
+    def slow() -> str:
+        entered.set()
+        assert release.wait(DEADLINE_S)
+        return "stepped"
+
+    async def cancel_one() -> list[Any]:
+        calls = TurnEnvCalls(3600.0, threads=4)
+        try:
+            futures = [calls.call(slow), calls.call(abs, -3), calls.call(slow)]
+            await asyncio.to_thread(entered.wait, DEADLINE_S)
+            futures[0].cancel()
+            release.set()
+            await asyncio.wait_for(asyncio.wait(futures[1:]), DEADLINE_S)
+            return [f.cancelled() or f.result() for f in futures]
+        finally:
+            calls.close()
+
+    try:
+        assert asyncio.run(cancel_one()) == [True, 3, "stepped"]
+    finally:
+        release.set()
+
+
+def test_a_batch_is_answered_when_its_last_call_returns_not_at_its_timer() -> None:
+    async def turns() -> list[list[int]]:
+        calls = TurnEnvCalls(3600.0, threads=2)  # a wait for the timer would never end
+        try:
+            out = []
+            for turn in range(3):
+                futures = [calls.call(pow, turn, k) for k in range(5)]
+                out.append(await asyncio.wait_for(asyncio.gather(*futures), DEADLINE_S))
+            assert calls.sizes == [5, 5, 5]
+            return out
+        finally:
+            calls.close()
+
+    assert asyncio.run(turns()) == [[1, 0, 0, 0, 0], [1, 1, 1, 1, 1], [1, 2, 4, 8, 16]]
+
+
+def test_the_calls_of_a_turn_run_side_by_side_each_on_a_thread() -> None:
+    """Envs of one turn step at the same time (a browser's step waits on I/O): three calls
+    that wait for each other all return, after turns of one call each made a single
+    thread (a thread is started whenever every thread is busy)."""
+    meet = threading.Barrier(3, timeout=DEADLINE_S)
+
+    async def turns() -> list[Any]:
+        calls = TurnEnvCalls(DEADLINE_S, threads=8)
+        try:
+            singles = [await calls.call(abs, -k) for k in range(5)]  # one turn each
+            together = await asyncio.gather(*(calls.call(meet.wait) for _ in range(3)))
+            return [singles, sorted(together)]
+        finally:
+            calls.close()
+
+    assert asyncio.run(turns()) == [[0, 1, 2, 3, 4], [0, 1, 2]]  # all three met
+
+
+def test_calls_beyond_the_thread_limit_wait_for_a_free_thread() -> None:
+    """Two threads at most: the third call starts only once one of the first two ends."""
+    started = [threading.Event() for _ in range(3)]
+    release = threading.Event()
+
+    def call(k: int) -> int:
+        started[k].set()
+        assert release.wait(DEADLINE_S)
+        return k
+
+    async def run() -> tuple[list[int], int, bool]:
+        calls = TurnEnvCalls(DEADLINE_S, threads=2)
+        try:
+            futures = [calls.call(call, k) for k in range(3)]
+            await asyncio.to_thread(
+                lambda: started[0].wait(DEADLINE_S) and started[1].wait(DEADLINE_S)
+            )
+            third_started_early = started[2].is_set()
+            release.set()
+            return list(await asyncio.gather(*futures)), calls.workers.threads, third_started_early
+        finally:
+            calls.close()
+
+    try:
+        results, threads, third_started_early = asyncio.run(run())
+    finally:
+        release.set()
+    assert results == [0, 1, 2] and threads == 2 and not third_started_early
+
+
+def test_a_call_after_close_fails_with_its_cause_instead_of_waiting_for_the_timer() -> None:
+    calls = TurnEnvCalls(3600.0, threads=1)
+    calls.close()
+
+    async def late() -> BaseException:
+        future = calls.call(abs, -1)
+        with pytest.raises(RuntimeError) as raised:
+            await asyncio.wait_for(future, DEADLINE_S)
+        return raised.value
+
+    assert "closed" in str(asyncio.run(late()))
+    assert calls.workers.threads == 0  # nothing was started for it
+
+
+def test_a_call_that_returns_after_its_event_loop_closed_leaves_its_thread_serving(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The loop of a batch is gone (closed under a running collect) when its last call
+    returns: the thread drops the answer quietly and serves the next loop's calls."""
+    crashes: list[Any] = []
+    monkeypatch.setattr(threading, "excepthook", crashes.append)
+    entered, release = threading.Event(), threading.Event()
+
+    def stuck() -> str:
+        entered.set()
+        assert release.wait(DEADLINE_S)
+        return "late"
+
+    calls = TurnEnvCalls(DEADLINE_S, threads=1)
+    try:
+        lost = asyncio.new_event_loop()
+        try:
+
+            async def start() -> None:
+                calls.call(stuck)
+                await asyncio.to_thread(entered.wait, DEADLINE_S)
+
+            lost.run_until_complete(start())
+        finally:
+            lost.close()
+        release.set()  # the answer goes to a closed loop
+
+        async def next_turn() -> list[int]:
+            return list(await asyncio.gather(*(calls.call(abs, -k) for k in range(3))))
+
+        assert asyncio.run(next_turn()) == [0, 1, 2]  # the one thread still serves
+    finally:
+        release.set()
+        calls.close()
+    assert crashes == [] and calls.workers.threads == 1
+
+
+def guarded_engine(
+    audit: EnvAudit, faults: EnvFaults, seeds: list[int], lanes: int
+) -> RolloutEngine:
+    source = LocalEnvSource(SOKOBAN, factory=lambda: GuardedEnv(gym.make(SOKOBAN), audit, faults))
+    config = RolloutConfig(
+        group_size=1,
+        max_in_flight=lanes,
+        partial=False,
+        lockstep=True,
+        history_turns=1,
+        env_timeout_s=TIMEOUT_S,
+    )
+    return RolloutEngine(source, ScriptedChatPolicy(), seeds, config)
+
+
+@pytest.mark.parametrize("fault", ["hang", "raise"])
+def test_a_failing_step_ends_only_its_own_attempt_and_the_rest_of_its_turn_goes_on(
+    fault: str,
+) -> None:
+    seeds, audit = [0, 1, 2, 3], EnvAudit()
+    failed: list[int] = []
+
+    def once_on_seed_2_turn_2(seed: int | None, turn: int) -> str | None:
+        if seed == 2 and turn == 2 and not failed:
+            failed.append(seed)
+            return fault
+        return None
+
+    faults = EnvFaults(once_on_seed_2_turn_2, hang_s=DEADLINE_S)
+    engine = guarded_engine(audit, faults, seeds, lanes=4)
+    try:
+        collection = engine.collect_sync(len(seeds))
+    finally:
+        faults.release.set()
+        engine.close()
+    cause = "env_timeout" if fault == "hang" else "env_error"
+    summary = collection.summary
+    assert failed == [2] and summary.causes == {cause: 1} and summary.retries == 1
+    by_seed = {g.seed: g for g in collection.groups}
+    (cut,) = by_seed[2].retired
+    assert cut.status == "infra_failure" and cut.cause.startswith(cause)
+    if fault == "raise":
+        assert "injected env crash (seed 2, turn 2)" in cut.cause
+    assert len(cut.steps) == 1  # its first step was kept; the second one failed
+    assert all(g.usable and not g.retired for s, g in by_seed.items() if s != 2)
+    assert all(g.members[0].status == "done" for g in collection.groups)
+    assert engine_results(collection.groups) == lockstep(SOKOBAN, ScriptedChatPolicy(), seeds, 1)
+    assert audit.violations == []
+
+
+def test_an_env_error_reported_by_the_pool_fails_only_its_episode_in_a_turn() -> None:
+    """Through a pool (which turns an env's exception into ``info["env_error"]``)."""
+    seeds, audit = [0, 1, 2, 3], EnvAudit()
+    failed: list[int] = []
+
+    def once_on_seed_1_turn_1(seed: int | None, turn: int) -> str | None:
+        if seed == 1 and turn == 1 and not failed:
+            failed.append(seed)
+            return "raise"
+        return None
+
+    faults = EnvFaults(once_on_seed_1_turn_1)
+    config = RolloutConfig(
+        group_size=1, max_in_flight=4, partial=False, lockstep=True, history_turns=1
+    )
+    with EnvPool([lambda: GuardedEnv(gym.make(SOKOBAN), audit, faults)] * 4) as pool:
+        engine = RolloutEngine(PoolEnvSource(pool), ScriptedChatPolicy(), seeds, config)
+        try:
+            collection = engine.collect_sync(len(seeds))
+        finally:
+            engine.close()
+    assert collection.summary.causes == {"env_error": 1} and collection.summary.retries == 1
+    by_seed = {g.seed: g for g in collection.groups}
+    (cut,) = by_seed[1].retired
+    assert cut.cause.startswith("env_error: RuntimeError: injected env crash (seed 1, turn 1)")
+    assert all(not g.retired for s, g in by_seed.items() if s != 1)
+    assert engine_results(collection.groups) == lockstep(SOKOBAN, ScriptedChatPolicy(), seeds, 1)
+    assert audit.violations == []
+
+
+def lockstep_env_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "lockstep-env" and t.is_alive()]
+
+
+def test_close_ends_the_lockstep_env_threads() -> None:
+    before = set(lockstep_env_threads())
+    audit = EnvAudit()
+    engine = guarded_engine(audit, EnvFaults(lambda seed, turn: None), [0, 1, 2], lanes=3)
+    try:
+        collection = engine.collect_sync(3)
+        ours = set(lockstep_env_threads()) - before
+        assert ours  # the env calls ran on the engine's own lockstep threads
+        assert all(t.daemon for t in ours)  # one stuck in an env never blocks the exit
+    finally:
+        engine.close()
+    assert all(g.members[0].status == "done" for g in collection.groups)
+    for thread in ours:
+        thread.join(DEADLINE_S)
+        assert not thread.is_alive(), "a lockstep env thread outlived engine.close()"
+    assert audit.made == audit.closed

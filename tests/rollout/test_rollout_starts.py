@@ -1,0 +1,229 @@
+"""Where an episode of the engine starts: reset options, and branches from a snapshot.
+
+A branch (an :class:`EpisodeStart` with a snapshot) must continue exactly where the episode
+it came from stood: same env state, same chat, so the same policy plays the same steps. It
+is not a whole episode, so the recorder's callbacks never see it; a failed branch is
+played again from the same snapshot; an env that cannot snapshot fails with a cause that
+says so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import pytest
+
+import agentgym  # noqa: F401  (registers the envs)
+from agentgym.agents.base import Generation, PolicyInput
+from agentgym.error import InvalidConfigError
+from agentgym.pools import EnvPool
+from agentgym.rollout import (
+    EpisodeCallbacks,
+    EpisodeStart,
+    LocalEnvSource,
+    PoolEnvSource,
+    RolloutConfig,
+    RolloutEngine,
+)
+from agentgym.rollout.steps import Chat
+
+MOVES = ["up", "left", "down", "right", "right", "up", "left", "down", "down", "right"]
+
+
+def move(direction: str) -> str:
+    call = json.dumps({"name": "move", "arguments": {"direction": direction}})
+    return f"<tool_call>{call}</tool_call>"
+
+
+class MovesByTurn:
+    """Plays ``MOVES[k]`` at the episode's k-th turn, k read from the chat it is shown
+    (every past turn: ``history_turns=None``), so a branch that got the right chat plays
+    what the original episode played from there."""
+
+    def act(self, inputs: Sequence[PolicyInput]) -> list[Generation]:
+        out = []
+        for item in inputs:
+            k = sum(m["role"] == "assistant" for m in item.messages)
+            out.append(Generation(text=move(MOVES[k % len(MOVES)])))
+        return out
+
+
+class Calls:
+    def __init__(self) -> None:
+        self.resets: list[int] = []
+        self.steps: list[int] = []
+        self.ends: list[int] = []
+        self.episodes: list[Any] = []
+
+    def hooks(self) -> EpisodeCallbacks:
+        return EpisodeCallbacks(
+            on_reset=lambda slot, k, obs, info: self.resets.append(k),
+            on_step=lambda event: self.steps.append(event.episode),
+            on_end=lambda slot, summary: self.ends.append(summary.episode),
+            on_episode=self.episodes.append,
+        )
+
+
+def run(starts: list[Any], source: Any = None, **config: Any) -> tuple[Any, Calls]:
+    calls = Calls()
+    settings = {
+        "group_size": 1,
+        "max_in_flight": 2,
+        "partial": False,
+        "history_turns": None,
+        "lockstep": True,
+        **config,
+    }
+    source = source or LocalEnvSource("agentgym/Sokoban-Tiny-v0", {"max_turns": len(MOVES)})
+    engine = RolloutEngine(source, MovesByTurn(), starts, RolloutConfig(**settings), calls.hooks())
+    collection = engine.run_to_end(len(starts))
+    return collection, calls
+
+
+def played(ep: Any) -> list[tuple[Any, ...]]:
+    return [(s.generation.text, s.state_key, s.reward, s.done, s.success) for s in ep.steps]
+
+
+def whole_episode(seed: int) -> Any:
+    collection, _ = run([seed], keep_branch_points=True)
+    (ep,) = collection.groups[0].members
+    assert ep.status == "done" and len(ep.steps) >= 4
+    return ep
+
+
+def test_an_episode_keeps_a_branch_point_after_its_start_and_every_step_but_the_last() -> None:
+    ep = whole_episode(5)
+    assert len(ep.branch_points) == len(ep.steps)
+    for k, point in enumerate(ep.branch_points):
+        assert len(point.chat.turns) == k
+        # the info a branch restores is the one the step row k was taken in
+        assert point.info["state_key"] == ep.steps[k].state_key
+
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_a_branch_goes_on_exactly_where_its_episode_stood(k: int) -> None:
+    ep = whole_episode(5)
+    point = ep.branch_points[k]
+    turns_before = list(point.chat.turns)
+    start = EpisodeStart(5, snapshot=point.snapshot, chat=point.chat, info=point.info, tag="b")
+    collection, calls = run([start])
+    (branch,) = collection.groups[0].members
+    assert branch.status == "done" and branch.start.tag == "b"
+    assert played(branch) == played(ep)[k:]
+    assert point.chat.turns == turns_before  # the branch got its own copy of the chat
+    # a branch is not a whole episode: only on_episode sees it
+    assert (calls.resets, calls.steps, calls.ends) == ([], [], [])
+    assert calls.episodes == [branch]
+
+
+def test_a_branch_on_a_fresh_pool_env_restores_there_too() -> None:
+    """A pool env never reset before (a new pool, or one restarted after a crash) is
+    reset once by its slot before the restore: its wrappers refuse a step otherwise."""
+    ep = whole_episode(6)
+    point = ep.branch_points[3]
+    start = EpisodeStart(6, snapshot=point.snapshot, chat=point.chat, info=point.info)
+    with EnvPool([lambda: gym.make("agentgym/Sokoban-Tiny-v0", max_turns=len(MOVES))]) as pool:
+        collection, _ = run([start], source=PoolEnvSource(pool), max_in_flight=1)
+    (branch,) = collection.groups[0].members
+    assert branch.status == "done", branch.cause
+    assert played(branch) == played(ep)[3:]
+
+
+def test_a_branch_whose_env_fails_is_played_again_from_the_same_snapshot() -> None:
+    ep = whole_episode(8)
+    point = ep.branch_points[1]
+    failures = {"left": 1}
+
+    class FailsOnce(gym.Wrapper):
+        def step(self, action: str) -> Any:
+            if failures["left"]:
+                failures["left"] -= 1
+                raise RuntimeError("injected crash in the branch's first step")
+            return self.env.step(action)
+
+    source = LocalEnvSource(
+        "", factory=lambda: FailsOnce(gym.make("agentgym/Sokoban-Tiny-v0", max_turns=len(MOVES)))
+    )
+    start = EpisodeStart(8, snapshot=point.snapshot, chat=point.chat, info=point.info)
+    collection, calls = run([start], source=source)
+    (group,) = collection.groups
+    assert [a.status for a in group.attempts] == ["infra_failure", "done"]
+    assert "injected crash" in (group.attempts[0].cause or "")
+    assert played(group.members[0]) == played(ep)[1:]
+    assert calls.resets == []
+
+
+def test_reset_options_reach_the_env_and_a_plain_seed_sends_none() -> None:
+    seen: list[tuple[Any, Any]] = []
+
+    class RecordsReset(gym.Wrapper):
+        def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+            seen.append((seed, options))
+            return self.env.reset(seed=seed)
+
+    source = LocalEnvSource(
+        "",
+        factory=lambda: RecordsReset(gym.make("agentgym/Sokoban-Tiny-v0", max_turns=2)),
+    )
+    starts = [EpisodeStart(3, options={"task_id": "t7", "user_seed": 99}), 4]
+    collection, calls = run(starts, source=source, max_in_flight=1)
+    assert sorted(seen, key=str) == sorted(
+        [(3, {"task_id": "t7", "user_seed": 99}), (4, None)], key=str
+    )
+    assert [g.seed for g in collection.groups] == [3, 4]
+    assert calls.resets == [0, 1]  # started from a reset: a whole episode, reported
+
+
+def test_an_env_that_cannot_snapshot_fails_its_attempts_with_a_cause_that_says_so() -> None:
+    class NoSnapshots(gym.Wrapper):
+        @property
+        def unwrapped(self) -> Any:
+            return self  # hides the core's snapshot()
+
+    source = LocalEnvSource(
+        "", factory=lambda: NoSnapshots(gym.make("agentgym/Sokoban-Tiny-v0", max_turns=3))
+    )
+    collection, _ = run([2], source=source, keep_branch_points=True)
+    (group,) = collection.groups
+    assert not group.usable
+    assert all("cannot snapshot" in (a.cause or "") for a in group.attempts)
+    assert len(group.attempts) == 2  # the first attempt and its one retry
+
+
+def test_a_start_that_restores_needs_its_chat_and_info_and_no_options() -> None:
+    chat = Chat([{"role": "user", "content": "x"}])
+    with pytest.raises(InvalidConfigError, match="chat and info"):
+        EpisodeStart(1, snapshot=object(), chat=chat)
+    with pytest.raises(InvalidConfigError, match="not both"):
+        EpisodeStart(1, snapshot=object(), chat=chat, info={}, options={"task_id": "a"})
+    assert not EpisodeStart(1, options={"task_id": "a"}).restores
+
+
+def test_a_start_names_its_group_else_the_prefix_and_seed_do() -> None:
+    starts = [EpisodeStart(3, group_id="tree-A"), 4]
+    collection, _ = run(starts, group_prefix="it2:", max_in_flight=1)
+    assert [g.group_id for g in collection.groups] == ["tree-A", "it2:4"]
+
+
+@pytest.mark.slow  # starts an agentgym serve process
+def test_reset_options_reach_a_served_env_and_a_served_env_refuses_to_branch() -> None:
+    from tests.rollout.serve_process import ServeProcess
+
+    with ServeProcess("agentgym/UserFunction-v0", max_sessions=4) as server:
+        starts = [
+            EpisodeStart(1, options={"task_id": "user-function-2", "user_seed": 5}),
+            EpisodeStart(1, options={"task_id": "user-function-0", "user_seed": 5}),
+        ]
+        collection, _ = run(starts, source=server.source(), max_in_flight=1)
+        assert [g.members[0].task_id for g in collection.groups] == [
+            "user-function-2",
+            "user-function-0",
+        ]
+        collection, _ = run([1], source=server.source(), max_in_flight=1, keep_branch_points=True)
+        (group,) = collection.groups
+        assert not group.usable
+        assert all("cannot be snapshotted" in (a.cause or "") for a in group.attempts)
+        assert server.active_sessions() == 0  # the sources closed their sessions
