@@ -20,7 +20,7 @@ same load:
    the new hostile kinds (a spy, a lock sender, fork games, file floods, one-shot hogs): bytes
    crossing, benign p99 against the same cells alone, what is left.
 5. Issue 34, density (alone: ``python -m benchmarks.bench_sandbox_scale --density 1024
-   [--base COMMIT] [--quick]``): the scale run of part 3 in fresh processes, today's code
+   [--base COMMIT] [--quick] [--only zygote,base]``; opening alone: ``--opens 500``): the scale run of part 3 in fresh processes, today's code
    with its zygote, today's with ``SandboxConfig(zygote=False)`` and ``DENSITY_BASE``'s,
    alternating: session open p50/p99 with all open at once, idle memory per session, benign
    p99 with a tenth hostile against alone, load before and after each run.
@@ -702,16 +702,21 @@ print(json.dumps(out))
 """
 
 
-def density_runs(n: int, rounds: int, base: str) -> list[tuple[str, dict[str, Any]]]:
+def density_runs(
+    n: int, rounds: int, base: str, only: tuple[str, ...] = ()
+) -> list[tuple[str, dict[str, Any]]]:
     """The scale run (:func:`scale_run`, alone then with a tenth hostile) in fresh processes:
     today's code with its zygote, today's without it, and ``base``'s, alternating in that
-    order ``rounds`` times. Each side's results with its label, in the order they ran."""
+    order ``rounds`` times (``only``: the sides to run, by label, "base" for ``base``'s).
+    Each side's results with its label, in the order they ran."""
     from benchmarks.basecommit import ROOT
 
     shadow = base_tree(base)
     sides = [("zygote", "1", None), ("no zygote", "0", None)]
     if shadow is not None:
         sides.append((base, "1", shadow))
+    if only:
+        sides = [s for s in sides if s[0] in only or (s[0] == base and "base" in only)]
     out = []
     for _ in range(rounds):
         for label, zygote, path in sides:
@@ -728,13 +733,14 @@ def density_section(
     rounds: int = 2,
     base: str = DENSITY_BASE,
     runs: list[tuple[str, dict[str, Any]]] | None = None,
+    only: tuple[str, ...] = (),
 ) -> str:
     """Issue 34's density figures: opening ``n`` CodeMath sessions at once, idle memory per
     session, benign cell p99 with a tenth hostile against alone; old and new alternating
     (``runs``: results of :func:`density_runs` already measured)."""
     from benchmarks.timing import load
 
-    runs = runs if runs is not None else density_runs(n, rounds, base)
+    runs = runs if runs is not None else density_runs(n, rounds, base, only)
     lines = [
         f"## Code sessions, issue 34: density ({n} CodeMath sessions, sessions forked from a "
         "quiet zygote)",
@@ -744,7 +750,7 @@ def density_section(
         f"above: {n - n // 10} benign sessions alone, then {n} with every tenth hostile "
         f"({', '.join(HOSTILE)}). `zygote`: today's code; `no zygote`: today's with "
         f"`SandboxConfig(zygote=False)` (sessions forked by the busy worker, as before); "
-        f"`{base}`: the commit before, through `PYTHONPATH`. The three alternate, "
+        f"`{base}`: the commit before, through `PYTHONPATH`. The sides alternate, "
         f"{rounds} rounds, in the order shown. Open = `env.reset()` (opens the session) while "
         f"all {n} open at once; idle memory = the workers' memory cgroups (processes, page "
         "tables, kernel memory, work dirs) once all are open, over the sessions.",
@@ -780,6 +786,48 @@ def density_section(
         f"Machine: 2 shared CPU cores, 24 GB, shared with other work ({load()} at the end).",
     ]
     return "\n".join(lines)
+
+
+_OPENS_CHILD = """
+import sys, threading, time
+from concurrent.futures import ThreadPoolExecutor
+from agentgym.simulators.sandbox import SandboxPool
+n = int(sys.argv[1])
+with SandboxPool(workers=1) as pool:
+    gate = threading.Barrier(n)
+    def go(i):
+        gate.wait()
+        t = time.monotonic()
+        s = pool.session(timeout=30.0)
+        return time.monotonic() - t, s
+    with ThreadPoolExecutor(n) as ex:
+        got = list(ex.map(go, range(n)))
+    ts = sorted(t for t, _ in got)
+    print(ts[n // 2], ts[int(n * 0.99)])
+    for _, s in got:
+        s.close()
+"""
+
+
+def open_burst(n: int = 500, rounds: int = 2, base: str = DENSITY_BASE) -> list[str]:
+    """Opening alone (``--opens 500``): ``n`` sessions opened at once from ``n`` threads on
+    a one-worker pool, in a fresh process per side, ``base``'s and today's alternating;
+    one line per run: label, p50 and p99 seconds, load."""
+    from benchmarks.basecommit import ROOT
+    from benchmarks.timing import load
+
+    shadow = base_tree(base)
+    sides = [(base, shadow)] if shadow is not None else []
+    out = []
+    for _ in range(rounds):
+        for label, path in [*sides, ("today", None)]:
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (path, str(ROOT)) if p)
+            done = subprocess.run([sys.executable, "-c", _OPENS_CHILD, str(n)], env=env,
+                                  capture_output=True, text=True, check=True, cwd="/")  # fmt: skip
+            p50, p99 = map(float, done.stdout.split()[-2:])
+            out.append(f"{label}: open p50 {p50:.2f} s, p99 {p99:.2f} s ({load()})")
+    return out
 
 
 # ---- the section ---------------------------------------------------------------------------
@@ -899,7 +947,13 @@ if __name__ == "__main__":
         rest = [a for a in sys.argv[1:] if a.isdigit()]
         base = sys.argv[sys.argv.index("--base") + 1] if "--base" in sys.argv else DENSITY_BASE
         rounds = 1 if "--quick" in sys.argv else 2
-        print(density_section(int(rest[0]) if rest else 1024, rounds, base))
+        # --only zygote,base: some of the sides ("zygote", "no zygote", "base")
+        only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else []
+        print(density_section(int(rest[0]) if rest else 1024, rounds, base, only=tuple(only)))
+    elif "--opens" in sys.argv:  # python -m benchmarks.bench_sandbox_scale --opens 500
+        rest = [a for a in sys.argv[1:] if a.isdigit()]
+        base = sys.argv[sys.argv.index("--base") + 1] if "--base" in sys.argv else DENSITY_BASE
+        print("\n".join(open_burst(int(rest[0]) if rest else 500, base=base)))
     elif (
         "--round4" in sys.argv
     ):  # only part 4: python -m benchmarks.bench_sandbox_scale --round4 256
