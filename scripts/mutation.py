@@ -603,7 +603,12 @@ TARGETS: tuple[Target, ...] = (
         "branch-starts",
         "agentgym/rollout/driver.py",
         ("EpisodeDriver._begin", "EpisodeDriver._keep_branch_point", "EpisodeDriver._report_end"),
-        ("tests/rollout/test_rollout_starts.py", "tests/rl/test_rl_rollouts_pinned.py"),
+        (
+            "tests/rollout/test_rollout_starts.py",
+            "tests/rl/test_rl_rollouts_pinned.py",
+            "tests/rollout/test_play_pinned.py",
+            "tests/rollout/test_rollout_faults.py",
+        ),
         limit=25,
         timeout_s=90.0,
     ),
@@ -611,7 +616,7 @@ TARGETS: tuple[Target, ...] = (
         "branch-slots",
         "agentgym/rollout/sources.py",
         ("_snapshotting", "_LocalSlot.restore", "_PoolSlot.restore", "_PoolSlot.reset"),
-        ("tests/rollout/test_rollout_starts.py",),
+        ("tests/rollout/test_rollout_starts.py", "tests/rl/test_rl_rollouts_pinned.py"),
         limit=15,
         timeout_s=90.0,
     ),
@@ -761,6 +766,44 @@ TARGETS: tuple[Target, ...] = (
 #: Survivors that no test can kill because the mutant behaves exactly like the original.
 #: id -> why. The report prints these under "equivalent".
 EQUIVALENT: dict[str, str] = {
+    "trees:tree_rollouts:float:+12.27": (
+        "the default env timeout doubled (600 -> 1200 s): telling them apart needs an env "
+        "that hangs for ten minutes; the timeout rule itself is pinned by the engine's fault "
+        "tests with short timeouts"
+    ),
+    "branch-starts:EpisodeDriver._begin:guard:+3.8": (
+        "without the early return a stopping call's episode with no slot stops in _take_slot, "
+        "which checks call.stopping too, and one that holds its slot and chat leaves drive's "
+        "loop at once: it pauses either way, untouched"
+    ),
+    "branch-starts:EpisodeDriver._begin:bool:+4.19": (
+        "returning True while the call stops sends drive into its `while not call.stopping` "
+        "loop, which it leaves at once to pause: the same as returning False"
+    ),
+    "branch-starts:EpisodeDriver._begin:return:+4.12": (
+        "None is as false as False: drive only tests `not await self._begin(...)`"
+    ),
+    "branch-starts:EpisodeDriver._begin:return:+8.16": (
+        "None is as false as False: drive only tests `not await self._begin(...)`"
+    ),
+    "branch-starts:EpisodeDriver._begin:andor:+17.23": (
+        "an assert: EpisodeStart refuses a snapshot without both its chat and its info, so "
+        "both are set whenever one is"
+    ),
+    "evaluate:_play_trials:bool:+21.16": (
+        "partial=True stops once target_groups usable groups are back, and the target is "
+        "every trial: the same as running every group to its end; a failure stops the call "
+        "either way (failure_run_limit=1)"
+    ),
+    "evaluate:_play_trials:bool:+23.17": (
+        "one env, one episode in flight: the asynchronous engine sends the same single-input "
+        "requests in the same order, and a policy's error, an infrastructure failure there, "
+        "stops the call at once (failure_run_limit=1) and is raised as itself all the same"
+    ),
+    "evaluate:_play_trials:int:+24.24": (
+        "a retry is never started: failure_run_limit=1 stops the call at the first failure, "
+        "and a retry made while the call stops waits paused for a next call that never comes"
+    ),
     "lockstep-env-calls:_Batch.send:bool:+8.31": (
         "the outcome recorded for a call whose future was cancelled before the batch went out "
         "is never read: _answer skips every future that is already done"

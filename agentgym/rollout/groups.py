@@ -134,6 +134,8 @@ class _Forest:
     def __init__(self, group_prefix: str):
         self.prefix = group_prefix
         self.trees: dict[tuple[int, int], list[_Node]] = {}
+        self.task_ids: dict[tuple[int, int], str] = {}
+        """Each tree's task (its first chain's)."""
 
     def roots(self, seeds: Sequence[int], trees: int) -> list[EpisodeStart]:
         """One chain from reset per tree."""
@@ -172,6 +174,7 @@ class _Forest:
             nodes = self.trees.setdefault((seed, tree), [])
             if not nodes:
                 nodes.append(_Node(-2, None, ep.branch_points[0], False))
+                self.task_ids[(seed, tree)] = ep.task_id
             after: list[BranchPoint | None] = [*ep.branch_points[1:], None]  # none after the end
             prev = parent
             for rec, point in zip(ep.steps, after):
@@ -183,8 +186,7 @@ class _Forest:
         """One trajectory per root-to-leaf path, ids from ``counter``."""
         trajs = []
         for (seed, tree), nodes in self.trees.items():
-            root = nodes[0].point
-            task_id = "" if root is None else str(root.info.get("task_id", ""))
+            task_id = self.task_ids[(seed, tree)]
             for i, n in enumerate(nodes):
                 if i == 0 or not n.done:
                     continue

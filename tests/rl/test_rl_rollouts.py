@@ -1,5 +1,7 @@
 """Group rollouts share seeds and batch the policy; tree rollouts branch via snapshots."""
 
+import time
+
 import gymnasium as gym
 import numpy as np
 
@@ -102,3 +104,14 @@ def test_tree_branch_replays_the_same_world_as_the_parent():
     env.unwrapped.restore(snap)
     _, r2, *_, info2 = env.unwrapped.step(action)
     assert info1["state_key"] == info2["state_key"] and r1 == r2
+
+
+def test_tree_rollouts_default_to_two_trees_two_expansions_one_round():
+    with _pool(4) as pool:
+        before = time.perf_counter()
+        batch = tree_rollouts(pool, CountingPolicy(), [3], rng=np.random.default_rng(1))
+        took = time.perf_counter() - before
+    # trees x (1 chain + rounds x expand branches) = 2 x (1 + 1 x 2)
+    assert len(batch.trajectories) == 6
+    assert sorted({t.tree_id for t in batch.trajectories}) == [0, 1]
+    assert 0 < batch.seconds <= took  # the call's own duration, not a clock reading

@@ -193,6 +193,62 @@ def test_an_env_that_cannot_snapshot_fails_its_attempts_with_a_cause_that_says_s
     assert len(group.attempts) == 2  # the first attempt and its one retry
 
 
+def test_a_core_that_snapshots_but_cannot_restore_cannot_branch() -> None:
+    class HalfSnapshots(gym.Wrapper):
+        @property
+        def unwrapped(self) -> Any:
+            return self
+
+        def snapshot(self) -> Any:  # but no restore()
+            return self.env.unwrapped.snapshot()
+
+    source = LocalEnvSource(
+        "", factory=lambda: HalfSnapshots(gym.make("agentgym/Sokoban-Tiny-v0", max_turns=3))
+    )
+    collection, _ = run([2], source=source, keep_branch_points=True)
+    assert all("cannot snapshot" in (a.cause or "") for a in collection.groups[0].attempts)
+
+
+def test_an_env_is_reset_once_before_its_first_restore_and_never_again() -> None:
+    ep = whole_episode(5)
+    resets: list[Any] = []
+
+    class CountsResets(gym.Wrapper):
+        def reset(self, **kwargs: Any) -> Any:
+            resets.append(kwargs.get("seed"))
+            return self.env.reset(**kwargs)
+
+    source = LocalEnvSource(
+        "",
+        factory=lambda: CountsResets(gym.make("agentgym/Sokoban-Tiny-v0", max_turns=len(MOVES))),
+    )
+    starts = [
+        EpisodeStart(5, snapshot=p.snapshot, chat=p.chat, info=p.info)
+        for p in (ep.branch_points[1], ep.branch_points[2])
+    ]
+    collection, _ = run(starts, source=source, max_in_flight=1)
+    assert [played(g.members[0]) for g in collection.groups] == [played(ep)[1:], played(ep)[2:]]
+    assert resets == [None]  # one env, reset once (no seed: the restore sets its state)
+
+
+def test_reset_options_reach_a_pooled_env_too() -> None:
+    seen: list[Any] = []
+
+    class RecordsOptions(gym.Wrapper):
+        def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+            seen.append(options)
+            return self.env.reset(seed=seed)
+
+    def make() -> gym.Env:
+        return RecordsOptions(gym.make("agentgym/Sokoban-Tiny-v0", max_turns=2))
+
+    with EnvPool([make]) as pool:
+        starts = [EpisodeStart(3, options={"task_id": "t1"}), 4]
+        collection, _ = run(starts, source=PoolEnvSource(pool), max_in_flight=1)
+    assert seen == [{"task_id": "t1"}, None]
+    assert [g.members[0].status for g in collection.groups] == ["done", "done"]
+
+
 def test_a_start_that_restores_needs_its_chat_and_info_and_no_options() -> None:
     chat = Chat([{"role": "user", "content": "x"}])
     with pytest.raises(InvalidConfigError, match="chat and info"):
@@ -227,3 +283,21 @@ def test_reset_options_reach_a_served_env_and_a_served_env_refuses_to_branch() -
         assert not group.usable
         assert all("cannot be snapshotted" in (a.cause or "") for a in group.attempts)
         assert server.active_sessions() == 0  # the sources closed their sessions
+
+
+def test_on_end_counts_the_invalid_actions_of_a_whole_episode() -> None:
+    class GarbageFirst(MovesByTurn):
+        def act(self, inputs: Sequence[PolicyInput]) -> list[Generation]:
+            out = super().act(inputs)
+            first = [sum(m["role"] == "assistant" for m in i.messages) == 0 for i in inputs]
+            return [Generation("not a tool call") if f else g for f, g in zip(first, out)]
+
+    ends: list[Any] = []
+    config = RolloutConfig(group_size=1, max_in_flight=1, partial=False, lockstep=True)
+    hooks = EpisodeCallbacks(on_end=lambda slot, summary: ends.append(summary))
+    source = LocalEnvSource("agentgym/Sokoban-Tiny-v0", {"max_turns": 4})
+    engine = RolloutEngine(source, GarbageFirst(), [5], config, hooks)
+    (group,) = engine.run_to_end(1).groups
+    (ep,) = group.members
+    assert [s.valid for s in ep.steps][:2] == [False, True]
+    assert ends[0].invalid_actions == sum(not s.valid for s in ep.steps) == 1

@@ -85,3 +85,23 @@ def test_a_trial_whose_user_simulator_erred_is_counted_once_for_its_task() -> No
     env = UserSimulatorErrs(gym.make("agentgym/UserFunction-v0"), bad=5)
     report = evaluate(env, OraclePolicy(), tasks=2, n=3, ks=(1,))
     assert [t.sim_errors for t in report.tasks] == [0, 1]  # trial 5 = task 1, trial 1
+
+
+def test_by_default_the_first_ten_tasks_of_the_split_are_played() -> None:
+    env = gym.make("agentgym/UserFunction-v0")
+    report = evaluate(env, OraclePolicy(), n=1, ks=(1,))
+    assert [t.task_id for t in report.tasks] == list(env.unwrapped.task_ids()[:10])
+
+
+def test_an_env_that_reports_an_env_error_stops_the_evaluation_with_that_cause() -> None:
+    """No exception to re-raise (the env said ``info["env_error"]``): the engine's error,
+    whose message carries the env's own."""
+    from agentgym.rollout import FailureRunError
+
+    class ReportsError(gym.Wrapper):
+        def step(self, action: str) -> Any:
+            obs, reward, terminated, _, info = self.env.step(action)
+            return obs, reward, terminated, True, {**info, "env_error": "worker lost its pipe"}
+
+    with pytest.raises(FailureRunError, match="worker lost its pipe"):
+        evaluate(ReportsError(gym.make("agentgym/UserFunction-v0")), OraclePolicy(), n=1, ks=(1,))
