@@ -571,7 +571,12 @@ TARGETS: tuple[Target, ...] = (
             "RolloutEngine._release",
             "RolloutEngine._collection",
         ),
-        ("tests/rollout/test_rollout_counting.py", "tests/rollout/test_rollout_faults.py"),
+        (
+            "tests/rollout/test_rollout_counting.py",
+            "tests/rollout/test_rollout_faults.py",
+            "tests/rollout/test_rollout_lockstep.py",
+            "tests/rl/test_rl_rollouts_pinned.py",
+        ),
         limit=50,
     ),
     Target(
@@ -766,6 +771,15 @@ TARGETS: tuple[Target, ...] = (
 #: Survivors that no test can kill because the mutant behaves exactly like the original.
 #: id -> why. The report prints these under "equivalent".
 EQUIVALENT: dict[str, str] = {
+    "lockstep:LockstepBatches.flush_if_all_asked:guard:+6.8": (
+        "a fast path: with fewer requests than running episodes, some episode is not waiting, "
+        "so the all(...) check below returns too; and the engine never flushes with nothing "
+        "running (it returns from _fill first)"
+    ),
+    "lockstep:LockstepBatches.flush_if_all_asked:andor:+6.11": (
+        "as +6.8: running is never empty here, so the mutated test is always false and the "
+        "all(...) check below decides, as the fast path would have"
+    ),
     "trees:tree_rollouts:float:+12.27": (
         "the default env timeout doubled (600 -> 1200 s): telling them apart needs an env "
         "that hangs for ten minutes; the timeout rule itself is pinned by the engine's fault "

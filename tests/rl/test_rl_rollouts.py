@@ -115,3 +115,14 @@ def test_tree_rollouts_default_to_two_trees_two_expansions_one_round():
     assert len(batch.trajectories) == 6
     assert sorted({t.tree_id for t in batch.trajectories}) == [0, 1]
     assert 0 < batch.seconds <= took  # the call's own duration, not a clock reading
+
+
+def test_a_tree_of_one_step_episodes_keeps_every_leaf():
+    """Episodes of one step: the first chain's only node is a leaf (node 1), and every
+    branch starts from the root."""
+    with EnvPool([lambda: gym.make(ENV, max_turns=1)] * 2) as pool:
+        batch = tree_rollouts(
+            pool, CountingPolicy(), [4], trees=2, expand=2, rounds=1, rng=np.random.default_rng(0)
+        )
+    assert len(batch.trajectories) == 6
+    assert all(len(t.steps) == 1 for t in batch.trajectories)

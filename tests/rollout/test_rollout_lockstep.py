@@ -22,6 +22,7 @@ from agentgym.error import InvalidConfigError
 from agentgym.pools import EnvPool
 from agentgym.rollout import (
     CollectionError,
+    LocalEnvSource,
     PoolEnvSource,
     RolloutConfig,
     RolloutEngine,
@@ -178,3 +179,15 @@ def test_a_call_cancelled_during_a_turn_loses_and_repeats_no_episode() -> None:
     seeds = sorted(g.seed for g in collection.groups)
     assert seeds == list(range(6))  # each task handed back once
     assert all(g.members[0].status == "done" for g in collection.groups)
+
+
+@pytest.mark.parametrize("room", [1, 4])
+def test_a_lockstep_call_that_is_not_partial_starts_exactly_its_target(room: int) -> None:
+    """More seeds than the call's target: lockstep starts episodes one by one as envs free
+    up, and still starts no group past the target (the rest stay for a later call)."""
+    config = RolloutConfig(group_size=2, max_in_flight=room, partial=False, lockstep=True)
+    source = LocalEnvSource("agentgym/Sokoban-Tiny-v0", {"max_turns": 3})
+    engine = RolloutEngine(source, RandomPolicy(0), iter(range(10)), config)
+    collection = engine.run_to_end(3)
+    assert [g.seed for g in collection.groups] == [0, 1, 2]
+    assert all(len(g.members) == 2 and g.usable for g in collection.groups)

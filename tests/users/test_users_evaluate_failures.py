@@ -91,6 +91,8 @@ def test_by_default_the_first_ten_tasks_of_the_split_are_played() -> None:
     env = gym.make("agentgym/UserFunction-v0")
     report = evaluate(env, OraclePolicy(), n=1, ks=(1,))
     assert [t.task_id for t in report.tasks] == list(env.unwrapped.task_ids()[:10])
+    report = evaluate(env, OraclePolicy(), tasks=1)  # and four trials each
+    assert report.tasks[0].n == 4 and report.ks == (1, 2, 4)
 
 
 def test_an_env_that_reports_an_env_error_stops_the_evaluation_with_that_cause() -> None:
