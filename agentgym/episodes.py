@@ -73,12 +73,11 @@ def play(
         raise InvalidConfigError(f"episodes must be at least 1, got {episodes}.")
     n = min(max(1, num_envs), episodes)
     factory = ChatEnvFactory(record.id, dict(env_kwargs or {}), history_turns)
-    config = RolloutConfig(
+    config = RolloutConfig.whole_run(
+        n,
+        lane_reuse="lowest",
         group_size=1,
-        max_in_flight=n,
-        partial=False,
         history_turns=history_turns,
-        lockstep=True,
         env_timeout_s=env_timeout_s,
     )
     bar = tqdm(total=episodes, desc=record.id, unit="ep", disable=None if progress else True)

@@ -340,14 +340,8 @@ def _play_trials(
         if ep.status != "done":
             failed.append(ep)
 
-    config = RolloutConfig(
-        group_size=1,
-        max_in_flight=1,
-        partial=False,
-        history_turns=None,
-        lockstep=True,
-        episode_retries=0,
-        failure_run_limit=1,
+    config = RolloutConfig.whole_run(
+        1, group_size=1, history_turns=None, episode_retries=0, failure_run_limit=1
     )
     hooks = EpisodeCallbacks(on_step=watch, on_episode=note_failure)
     engine = RolloutEngine(source, policy, starts, config, hooks)

@@ -192,12 +192,12 @@ class EpisodeDriver:
         return True
 
     async def _acquire(self) -> Any:
-        if getattr(self.source, "lends_inline", False):  # a lock and a pop: no thread hop
+        if self.slots.inline:  # a lock and a pop: no thread hop
             try:
                 return self.source.acquire()
             except Exception as exc:
                 self.slots.untake()
-                raise InfraFailure("env_error", f"{type(exc).__name__}: {exc}") from exc
+                raise InfraFailure.env_error(exc) from exc
         acquiring = self.executor.submit(self.source.acquire)
         try:
             return await self._bounded(acquiring)
@@ -312,7 +312,7 @@ class EpisodeDriver:
         except InfraFailure:
             raise
         except Exception as exc:
-            raise InfraFailure("env_error", f"{type(exc).__name__}: {exc}") from exc
+            raise InfraFailure.env_error(exc) from exc
 
     # ------------------------------------------------------------------ endings
 

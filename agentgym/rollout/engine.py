@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from agentgym.agents.base import Policy
 from agentgym.error import InvalidConfigError
@@ -124,6 +124,24 @@ class RolloutConfig:
             raise InvalidConfigError(
                 f"failure_run_limit must be at least 1 (or None), got {self.failure_run_limit}."
             )
+
+    @classmethod
+    def whole_run(
+        cls,
+        envs: int,
+        *,
+        lockstep: bool = True,
+        lane_reuse: Literal["lowest", "highest"] = "highest",
+        **fields: Any,
+    ) -> RolloutConfig:
+        """The config of a run that plays every group it starts to its end
+        (``partial=False``) on ``envs`` envs at once: what the synchronous fronts ask for
+        (group and tree rollouts, held-out evaluation, ``play``, ``evaluate``). Lockstep by
+        default, a freed lane going to the next episode highest first (the trainer's
+        order); ``fields`` are the other settings."""
+        return cls(
+            max_in_flight=envs, partial=False, lockstep=lockstep, lane_reuse=lane_reuse, **fields
+        )
 
     @property
     def failure_limit(self) -> int:

@@ -34,6 +34,11 @@ class InfraFailure(Exception):
         super().__init__(f"{kind}: {detail}")
         self.kind = kind
 
+    @classmethod
+    def env_error(cls, exc: BaseException) -> InfraFailure:
+        """An env call (a reset, a step, lending a slot) raised ``exc``: it is the cause."""
+        return cls("env_error", f"{type(exc).__name__}: {exc}")
+
 
 def caller_mistake(exc: BaseException) -> bool:
     """A policy error that says the request itself is wrong (HTTP 4xx other than 408 and

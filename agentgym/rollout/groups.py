@@ -74,28 +74,19 @@ def group_rollouts(
     t0 = time.perf_counter()
     if not seeds:
         return RolloutBatch([], 0, 0, 0, 0.0)
-    tokens = _TokenCount(on_step)
-    config = RolloutConfig(
+    tokens = _TokenCount(on_episode)
+    config = RolloutConfig.whole_run(
+        pool.num_envs,
         group_size=group_size,
-        max_in_flight=pool.num_envs,
-        partial=False,
         history_turns=history_turns,
         env_timeout_s=env_timeout_s,
         group_prefix=group_prefix,
-        lockstep=True,
-        lane_reuse="highest",
     )
-    hooks = EpisodeCallbacks(on_reset, tokens, on_end, on_episode)
+    hooks = EpisodeCallbacks(on_reset, on_step, on_end, tokens)
     engine = RolloutEngine(PoolEnvSource(pool), policy, [int(s) for s in seeds], config, hooks)
     collection = engine.run_to_end(len(seeds))
-    played = [ep for g in collection.groups if g.usable for ep in g.members]
-    next_id = traj_counter or _Counter()
-    trajs = []
-    for ep in sorted(played, key=lambda ep: ep.index):
-        traj_id = next_id()
-        for row in ep.steps:
-            row.traj_id, row.policy_version = traj_id, None
-        trajs.append(Trajectory(traj_id, ep.group_id, ep.seed, ep.task_id, ep.steps))
+    played = _numbered(collection.usable_episodes, traj_counter or _Counter())
+    trajs = [Trajectory(tid, ep.group_id, ep.seed, ep.task_id, ep.steps) for tid, ep in played]
     return RolloutBatch(
         trajs,
         collection.summary.env_steps,
@@ -105,18 +96,30 @@ def group_rollouts(
     )
 
 
-class _TokenCount:
-    """An ``on_step`` that counts the generations' token ids, then passes the event on."""
+def _numbered(played: list[Episode], counter: Callable[[], int]) -> list[tuple[int, Episode]]:
+    """``played`` in the order they started, each with the next trajectory id of
+    ``counter``, which its step rows take (they lose the engine's policy version: these
+    runs have one policy throughout)."""
+    numbered = [(counter(), ep) for ep in sorted(played, key=lambda ep: ep.index)]
+    for traj_id, ep in numbered:
+        for row in ep.steps:
+            row.traj_id, row.policy_version = traj_id, None
+    return numbered
 
-    def __init__(self, then: Callable[[StepEvent], None] | None):
+
+class _TokenCount:
+    """An ``on_episode`` that counts the token ids of every attempt's generations (failed
+    attempts too: their tokens were spent), then passes the episode on."""
+
+    def __init__(self, then: Callable[[Episode], None] | None = None):
         self.then = then
         self.n = 0
 
-    def __call__(self, event: StepEvent) -> None:
-        ids = event.generation.token_ids
-        self.n += 0 if ids is None else len(ids)
+    def __call__(self, ep: Episode) -> None:
+        ids = (row.generation.token_ids for row in ep.steps)
+        self.n += sum(0 if t is None else len(t) for t in ids)
         if self.then is not None:
-            self.then(event)
+            self.then(ep)
 
 
 @dataclass
@@ -234,14 +237,11 @@ def tree_rollouts(
     counter = traj_counter or _Counter()
     forest = _Forest(group_prefix)
     totals = {"env_steps": 0, "policy_calls": 0, "tokens": 0}
-    config = RolloutConfig(
+    config = RolloutConfig.whole_run(
+        pool.num_envs,
         group_size=1,
-        max_in_flight=pool.num_envs,
-        partial=False,
         history_turns=history_turns,
         env_timeout_s=env_timeout_s,
-        lockstep=True,
-        lane_reuse="highest",
         keep_branch_points=True,
     )
     source = PoolEnvSource(pool)  # one for every round: it knows which envs were reset
@@ -271,23 +271,11 @@ def _play_chains(
     each step row's trajectory id drawn from ``counter`` in that order."""
     if not starts:
         return []
-    spent = {"tokens": 0}
-
-    def count_tokens(ep: Episode) -> None:  # every attempt, failed ones too
-        ids = (row.generation.token_ids for row in ep.steps)
-        spent["tokens"] += sum(0 if t is None else len(t) for t in ids)
-
-    hooks = EpisodeCallbacks(on_episode=count_tokens)
-    engine = RolloutEngine(source, policy, starts, config, hooks)
+    tokens = _TokenCount()
+    engine = RolloutEngine(source, policy, starts, config, EpisodeCallbacks(on_episode=tokens))
     collection = engine.run_to_end(len(starts))
-    chains = sorted(
-        (ep for g in collection.groups if g.usable for ep in g.members), key=lambda ep: ep.index
-    )
-    for ep in chains:
-        traj_id = counter()
-        for row in ep.steps:
-            row.traj_id, row.policy_version = traj_id, None
+    chains = [ep for _, ep in _numbered(collection.usable_episodes, counter)]
     totals["env_steps"] += collection.summary.env_steps
     totals["policy_calls"] += len(engine.policy_batches)
-    totals["tokens"] += spent["tokens"]
+    totals["tokens"] += tokens.n
     return chains

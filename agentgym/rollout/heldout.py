@@ -184,16 +184,20 @@ def heldout_eval(
     hooks = _hooks(given, episode_retries, asynchronous, bar)
     factory = functools.partial(gym.make, record.id, **{**dict(env_kwargs or {}), "split": split})
     pool = None if asynchronous else EnvPool([factory] * n, backend=backend)
+    settings: dict[str, Any] = {
+        "history_turns": history_turns,
+        "env_timeout_s": env_timeout_s,
+        "episode_retries": episode_retries,
+        "group_prefix": "eval:",
+    }
     try:
         if pool is None:  # async: one group per sample, so no more than n are in flight
             source: EnvSource = LocalEnvSource(record.id, factory=factory)
             groups = [s for s in task_seeds for _ in range(samples_per_task)]
-            config = _config(n, 1, history_turns, env_timeout_s, episode_retries, False)
+            config = RolloutConfig.whole_run(n, lockstep=False, group_size=1, **settings)
         else:  # lockstep: a task's samples form a group, as in the trainer's rollouts
             source, groups = PoolEnvSource(pool), task_seeds
-            config = _config(
-                n, samples_per_task, history_turns, env_timeout_s, episode_retries, True
-            )
+            config = RolloutConfig.whole_run(n, group_size=samples_per_task, **settings)
         with temperature(policy, 0.0 if greedy else None):
             engine = RolloutEngine(source, policy, groups, config, hooks)
             collection = engine.run_to_end(len(groups))
@@ -203,33 +207,11 @@ def heldout_eval(
             pool.close()
     result = HeldoutResult(record.id, split, mode, summary=collection.summary)
     result.env_steps = collection.summary.env_steps
-    played = [ep for g in collection.groups if g.usable for ep in g.members]
-    for ep in sorted(played, key=lambda ep: (ep.seed, ep.index)):
+    for ep in sorted(collection.usable_episodes, key=lambda ep: (ep.seed, ep.index)):
         result.outcomes.append(
             TaskOutcome(ep.task_id, ep.seed, ep.success, ep.total_reward, len(ep.steps))
         )
     return result
-
-
-def _config(
-    n: int,
-    group_size: int,
-    history_turns: int | None,
-    env_timeout_s: float,
-    episode_retries: int,
-    lockstep: bool,
-) -> RolloutConfig:
-    return RolloutConfig(
-        group_size=group_size,
-        max_in_flight=n,
-        partial=False,
-        history_turns=history_turns,
-        env_timeout_s=env_timeout_s,
-        episode_retries=episode_retries,
-        group_prefix="eval:",
-        lockstep=lockstep,
-        lane_reuse="highest",
-    )
 
 
 def _hooks(given: EpisodeCallbacks, retries: int, asynchronous: bool, bar: Any) -> EpisodeCallbacks:

@@ -186,6 +186,11 @@ class Collection:
         return [g for g in self.groups if g.usable]
 
     @property
+    def usable_episodes(self) -> list[Episode]:
+        """Every member of every usable group, group by group (what a batch is made of)."""
+        return [ep for g in self.usable_groups for ep in g.members]
+
+    @property
     def episodes(self) -> list[Episode]:
         """Every member of every released group (failed ones included), group by group."""
         return [ep for g in self.groups for ep in g.members]
@@ -193,7 +198,7 @@ class Collection:
     def to_batch(self) -> RolloutBatch:
         """The usable groups as a :class:`~agentgym.rollout.steps.RolloutBatch`: what
         ``grpo_rows``/``gigpo_rows`` and the trainer take (excluded groups left out)."""
-        trajs = [ep.to_trajectory() for g in self.usable_groups for ep in g.members]
+        trajs = [ep.to_trajectory() for ep in self.usable_episodes]
         return RolloutBatch(
             trajs,
             env_steps=self.summary.env_steps,

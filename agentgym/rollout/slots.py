@@ -22,6 +22,9 @@ class SlotLedger:
 
     def __init__(self, source: EnvSource):
         self.source = source
+        self.inline = bool(getattr(source, "lends_inline", False))
+        """The source lends a slot and takes a healthy one back with a lock and a list
+        operation (``lends_inline``): both happen on the event loop, no thread hop."""
         self.out = 0
         """Slots lent to episodes or on their way back to the source."""
         self.release_errors: list[BaseException] = []
@@ -74,7 +77,7 @@ class SlotLedger:
     def give_back(self, slot: EnvSlot, *, healthy: bool) -> None:
         """Return ``slot`` to the source in a worker thread (inline once closed, or when
         the source takes a healthy slot back with a list operation: ``lends_inline``)."""
-        if healthy and getattr(self.source, "lends_inline", False):
+        if healthy and self.inline:
             self._release(slot, healthy)
             return
         try:

@@ -182,11 +182,13 @@ class LocalEnvSource:
 
 
 class _PoolSlot:
-    def __init__(self, pool: Any, index: int, was_reset: set[int] | None = None):
+    """Index ``index`` of the pool: one slot per index, lent again and again, and a new
+    one when the index gets a fresh env (which must be reset before a restore)."""
+
+    def __init__(self, pool: Any, index: int):
         self.pool = pool
         self.index = index
-        self._was_reset = set() if was_reset is None else was_reset
-        """Indices of the pool reset since this source took them (shared by its slots)."""
+        self._was_reset = False
 
     @property
     def env(self) -> Any:
@@ -200,7 +202,7 @@ class _PoolSlot:
             obs, info = self.pool.reset([self.index], seeds=[seed])[0]
         else:
             obs, info = self.pool.reset([self.index], seeds=[seed], options=[options])[0]
-        self._was_reset.add(self.index)
+        self._was_reset = True
         return obs, dict(info)
 
     def step(self, action: str) -> StepResult:
@@ -210,9 +212,9 @@ class _PoolSlot:
         return self.pool.call("snapshot", indices=[self.index])[0]
 
     def restore(self, snapshot: Any) -> None:
-        if self.index not in self._was_reset:  # the wrappers refuse a step before a reset
+        if not self._was_reset:  # the wrappers refuse a step before their first reset
             self.pool.reset([self.index])
-            self._was_reset.add(self.index)
+            self._was_reset = True
         self.pool.call("restore", snapshot, indices=[self.index])
 
 
@@ -244,8 +246,7 @@ class PoolEnvSource:
         self._live = int(pool.num_envs)
         self._free = list(range(pool.num_envs))[::-1]
         self._lent: set[int] = set()
-        self._was_reset: set[int] = set()
-        """Indices reset through this source (a restore needs its env reset once first)."""
+        self._slots = [_PoolSlot(pool, index) for index in range(pool.num_envs)]
         self._lock = threading.Lock()
         self.restarted = 0
         """Failed envs replaced by fresh ones."""
@@ -268,7 +269,7 @@ class PoolEnvSource:
                 )
             index = self._free.pop()
             self._lent.add(index)
-            return _PoolSlot(self.pool, index, self._was_reset)
+            return self._slots[index]
 
     def release(self, slot: EnvSlot, *, healthy: bool) -> None:
         """Take an index back; a failed one is replaced (blocking: call it off the event
@@ -276,7 +277,7 @@ class PoolEnvSource:
         if not isinstance(slot, _PoolSlot) or slot.pool is not self.pool:
             raise _foreign(slot, self)
         with self._lock:
-            if slot.index not in self._lent:
+            if slot.index not in self._lent or slot is not self._slots[slot.index]:
                 raise _foreign(slot, self)
         if not healthy:
             healthy = self._replace(slot.index)
@@ -302,7 +303,7 @@ class PoolEnvSource:
                 continue
             with self._lock:
                 self.restarted += 1
-                self._was_reset.discard(index)
+                self._slots[index] = _PoolSlot(self.pool, index)  # a fresh env: not reset
             return True
         return False
 

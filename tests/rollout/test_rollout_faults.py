@@ -23,7 +23,6 @@ import functools
 import itertools
 import os
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -53,7 +52,7 @@ from tests.rollout.faulty import (
     make_counted,
 )
 from tests.rollout.held_group import HoldOneTask, collect_with_held_group
-from tests.rollout.test_rollout_counting import Active
+from tests.rollout.test_rollout_counting import Active, drawing
 from tests.rollout.test_rollout_engine import GatedPolicy, engine_results, lockstep
 
 SOKOBAN = "agentgym/Sokoban-Tiny-v0"
@@ -291,12 +290,6 @@ class BrokenReset(gym.Wrapper):
         return self.env.reset(**kwargs)
 
 
-def drawing(seeds: Iterator[int], drawn: list[int]) -> Iterator[int]:
-    for seed in seeds:
-        drawn.append(seed)
-        yield seed
-
-
 def test_an_outage_stops_the_call_and_uses_up_no_seed() -> None:
     """A source that is down: the run of failures stops the call (no finished episode, so
     nothing handed back), every failed attempt is reported with its cause, and its group
@@ -482,11 +475,17 @@ def test_a_source_with_no_live_env_left_stops_the_call() -> None:
     audit = EnvAudit()
     source = ShrinkingSource(2, audit, EnvFaults(lambda seed, turn: "raise"))
     config = RolloutConfig(group_size=1, max_in_flight=2, episode_retries=5)
-    engine = RolloutEngine(source, ScriptedChatPolicy(), range(100), config)
+    ended: list[Episode] = []
+    callbacks = EpisodeCallbacks(on_episode=ended.append)
+    engine = RolloutEngine(source, ScriptedChatPolicy(), range(100), config, callbacks)
     try:
         with pytest.raises(FailureRunError, match="no live env left"):
             engine.collect_sync(1)
         assert source.over == [] and source.capacity == 0
+        # the attempts that ran failed on their envs; the retries that found no env left
+        # to lend pause where they were (no slot, no reset), never reported as ended
+        assert [ep.status for ep in ended] == ["infra_failure"] * 2
+        assert all(ep.cause.startswith("env_error") for ep in ended)
     finally:
         engine.close()
     # a source with nothing left when a call starts: the call draws no seed at all

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -22,6 +22,7 @@ from agentgym.error import InvalidConfigError
 from agentgym.pools import EnvPool
 from agentgym.rollout import (
     CollectionError,
+    EpisodeCallbacks,
     LocalEnvSource,
     PoolEnvSource,
     RolloutConfig,
@@ -191,3 +192,59 @@ def test_a_lockstep_call_that_is_not_partial_starts_exactly_its_target(room: int
     collection = engine.run_to_end(3)
     assert [g.seed for g in collection.groups] == [0, 1, 2]
     assert all(len(g.members) == 2 and g.usable for g in collection.groups)
+
+
+def test_lockstep_draws_a_seed_only_when_an_env_is_free_for_it() -> None:
+    """A lockstep call takes the next seed from the caller's iterator only when an
+    episode of it can start at once: with room for two one-member groups, the first
+    turns play seeds 0 and 1 and the third is drawn only when one of them ended (a seed
+    drawn early would sit in an open group, taken from a stream that another consumer
+    may share)."""
+    drawn: list[int] = []
+    seen_at_step: list[int] = []
+
+    def seeds() -> Iterator[int]:
+        for seed in range(4):
+            drawn.append(seed)
+            yield seed
+
+    config = RolloutConfig(group_size=1, max_in_flight=2, partial=False, lockstep=True)
+    source = LocalEnvSource("agentgym/Sokoban-Tiny-v0", {"max_turns": 3})
+    callbacks = EpisodeCallbacks(on_step=lambda event: seen_at_step.append(len(drawn)))
+    engine = RolloutEngine(source, RandomPolicy(0), seeds(), config, callbacks)
+    collection = engine.run_to_end(4)
+    assert [g.seed for g in collection.groups] == [0, 1, 2, 3]
+    assert seen_at_step[:2] == [2, 2]  # both first steps: nothing drawn beyond seeds 0, 1
+    assert max(seen_at_step) == 4
+
+
+def test_requests_left_from_an_earlier_loop_are_never_sent_and_block_no_turn() -> None:
+    """A partial lockstep call stops after its first finished episode: the other three
+    had asked for their next turn on that call's event loop (``collect_sync``: one loop per
+    call). The source then has room for two; the next call, on a new loop, resumes two
+    of them, which ask again. The requests of the closed loop count as asked for nobody
+    and are never sent: every input the policy reads in the second call is stepped."""
+    inputs: list[int] = []
+
+    class Counting(RandomPolicy):
+        def act(self, items: Sequence[PolicyInput]) -> list[Generation]:
+            inputs.append(len(items))
+            return super().act(items)
+
+    config = RolloutConfig(group_size=1, max_in_flight=4, partial=True, lockstep=True)
+    source = LocalEnvSource("agentgym/Sokoban-Tiny-v0", {"max_turns": 6})
+    engine = RolloutEngine(source, Counting(0), iter(range(100)), config)
+    try:
+        first = engine.collect_sync(1)
+        carried = [ep for ep in engine.carried if ep.pending is not None]
+        assert len(first.usable_groups) == 1 and len(carried) == 3
+        source.capacity = 2  # envs were retired meanwhile: two of the three may run
+        inputs.clear()
+        second = engine.collect_sync(1)
+        assert second.summary.usable_groups == 1
+        assert sum(inputs) == second.summary.env_steps and max(inputs) <= 2
+        source.capacity = None
+        third = engine.collect_sync(2)
+        assert third.summary.usable_groups >= 2
+    finally:
+        engine.close()

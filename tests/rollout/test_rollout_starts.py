@@ -132,6 +132,34 @@ def test_a_branch_on_a_fresh_pool_env_restores_there_too() -> None:
     assert played(branch) == played(ep)[3:]
 
 
+def test_a_branch_whose_pool_env_crashed_restores_on_the_fresh_env_that_replaced_it() -> None:
+    """The branch's first step crashes its pool env; the pool restarts that index with a
+    fresh env, which has never been reset: the retry's slot resets it before the restore
+    (the slot of the crashed env had been reset, the new one must not inherit that)."""
+    ep = whole_episode(8)
+    point = ep.branch_points[1]
+    failures = {"left": 1}
+
+    class FailsOnce(gym.Wrapper):
+        def step(self, action: str) -> Any:
+            if failures["left"]:
+                failures["left"] -= 1
+                raise RuntimeError("injected crash in the branch's first step")
+            return self.env.step(action)
+
+    def make() -> gym.Env:
+        return FailsOnce(gym.make("agentgym/Sokoban-Tiny-v0", max_turns=len(MOVES)))
+
+    start = EpisodeStart(8, snapshot=point.snapshot, chat=point.chat, info=point.info)
+    with EnvPool([make]) as pool:
+        source = PoolEnvSource(pool)
+        collection, _ = run([start], source=source, max_in_flight=1)
+    (group,) = collection.groups
+    assert [a.status for a in group.attempts] == ["infra_failure", "done"], group.attempts[-1].cause
+    assert source.restarted == 1
+    assert played(group.members[0]) == played(ep)[1:]
+
+
 def test_a_branch_whose_env_fails_is_played_again_from_the_same_snapshot() -> None:
     ep = whole_episode(8)
     point = ep.branch_points[1]
@@ -209,26 +237,63 @@ def test_a_core_that_snapshots_but_cannot_restore_cannot_branch() -> None:
     assert all("cannot snapshot" in (a.cause or "") for a in collection.groups[0].attempts)
 
 
-def test_an_env_is_reset_once_before_its_first_restore_and_never_again() -> None:
+@pytest.mark.parametrize("first", ["restore", "reset"])
+@pytest.mark.parametrize("kind", ["local", "pool"])
+def test_an_env_is_reset_once_before_its_first_restore_and_never_again(
+    kind: str, first: str
+) -> None:
+    """Before its first restore an env is reset once (no seed: the restore sets its state),
+    unless an episode has reset it already; it is never reset again for a restore."""
     ep = whole_episode(5)
     resets: list[Any] = []
 
     class CountsResets(gym.Wrapper):
         def reset(self, **kwargs: Any) -> Any:
-            resets.append(kwargs.get("seed"))
+            resets.append((id(self), kwargs.get("seed")))
             return self.env.reset(**kwargs)
 
-    source = LocalEnvSource(
-        "",
-        factory=lambda: CountsResets(gym.make("agentgym/Sokoban-Tiny-v0", max_turns=len(MOVES))),
-    )
-    starts = [
+    def make() -> gym.Env:
+        return CountsResets(gym.make("agentgym/Sokoban-Tiny-v0", max_turns=len(MOVES)))
+
+    starts: list[Any] = [] if first == "restore" else [5]
+    starts += [
         EpisodeStart(5, snapshot=p.snapshot, chat=p.chat, info=p.info)
-        for p in (ep.branch_points[1], ep.branch_points[2])
+        for p in (ep.branch_points[1], ep.branch_points[2], ep.branch_points[1])
     ]
-    collection, _ = run(starts, source=source, max_in_flight=1)
-    assert [played(g.members[0]) for g in collection.groups] == [played(ep)[1:], played(ep)[2:]]
-    assert resets == [None]  # one env, reset once (no seed: the restore sets its state)
+    if kind == "local":
+        collection, _ = run(starts, source=LocalEnvSource("", factory=make), max_in_flight=1)
+    else:
+        with EnvPool([make]) as pool:
+            collection, _ = run(starts, source=PoolEnvSource(pool), max_in_flight=1)
+    got = [played(g.members[0]) for g in collection.groups]
+    branches = [played(ep)[1:], played(ep)[2:], played(ep)[1:]]
+    assert got == branches if first == "restore" else got == [played(ep), *branches]
+    envs = [env for env, _ in resets]
+    assert len(set(envs)) == len(envs)  # no env is reset twice
+    if kind == "pool":  # one env: reset once, by the episode or for the first restore
+        assert [seed for _, seed in resets] == ([None] if first == "restore" else [5])
+    # (a local source may make a second env when one is lent before the last is back;
+    # a fresh env is reset once, with no seed, before its first restore)
+
+
+def test_a_pool_source_refuses_to_lend_more_envs_than_it_has() -> None:
+    with EnvPool([lambda: gym.make("agentgym/Sokoban-Tiny-v0")]) as pool:
+        source = PoolEnvSource(pool)
+        slot = source.acquire()
+        with pytest.raises(InvalidConfigError, match="all 1 live envs of the pool are lent"):
+            source.acquire()
+        source.release(slot, healthy=True)
+        assert source.acquire() is slot  # the same index, lent again
+
+
+def test_a_failed_env_of_a_pool_that_cannot_restart_is_retired_without_a_try() -> None:
+    class NoRestart:  # a pool-like without ``restart``: a failed env cannot be replaced
+        num_envs = 2
+
+    source = PoolEnvSource(NoRestart())
+    source.release(source.acquire(), healthy=False)
+    assert source.retired == [0] and source.capacity == 1 and source.restarted == 0
+    assert source.restart_errors == []  # nothing was tried, so nothing failed
 
 
 def test_reset_options_reach_a_pooled_env_too() -> None:

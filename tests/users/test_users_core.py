@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from agentgym.agents.scripted import OraclePolicy
 from agentgym.error import InvalidConfigError
 from agentgym.evaluation import evaluate, pass_at_k, pass_hat_k, user_seed_for
+from tests.users.test_users_evaluate_pinned import SeedSensitive
 
 FACTS = [
     Fact(
@@ -134,24 +135,8 @@ def test_evaluate_uses_independent_user_seeds_and_reports_pass_k():
         evaluate("agentgym/UserFunction-v0", OraclePolicy(), tasks=1, n=2, ks=(3,))
 
 
-class _Flaky:
-    """Succeeds on the function env only when the user seed is even (a seed-sensitive agent)."""
-
-    def act(self, inputs):
-        from agentgym.agents.base import Generation
-
-        env = inputs[0].env
-        if env.user_seed % 2:
-            return [
-                Generation(
-                    '<tool_call>{"name": "answer", "arguments": {"answer": "x"}}</tool_call>'
-                )
-            ]
-        return [Generation(env.oracle_action())]
-
-
 def test_pass_hat_k_penalises_inconsistency():
-    report = evaluate("agentgym/UserFunction-v0", _Flaky(), tasks=4, n=4, ks=(1, 4))
+    report = evaluate("agentgym/UserFunction-v0", SeedSensitive(), tasks=4, n=4, ks=(1, 4))
     s = report.summary()
     assert 0.0 < s["pass^1"] < 1.0
     assert s["pass^4"] < s["pass^1"] <= s["pass@4"]
