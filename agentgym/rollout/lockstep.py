@@ -20,7 +20,12 @@ answered at once when the last one returns, under ONE timer of ``env_timeout_s``
 lot. A call that raised gets its own exception; when the timer fires first, only the calls
 that had not returned yet time out (their attempts fail and are played again, the others go
 on). This costs one hand-off and one event-loop wake-up per turn instead of one per episode,
-as the synchronous loops this mode replaced did. An episode's env call lasts until its batch
+as the synchronous loops this mode replaced did. Calls that keep the CPU busy (an in-process
+grid or household step: tens of microseconds of Python) run one after another on ONE thread,
+where a thread each would only add wake-ups and contention for the GIL; helpers join when
+the turn is not done after ``recruit_after_s`` (a slow or hung call never holds back the
+rest), and calls that mostly wait (a browser, a sandbox, a pool's worker process) get a
+thread each from the next turn on. An episode's env call lasts until its batch
 is answered: a hard cancel meanwhile interrupts every episode of the batch (see
 :mod:`agentgym.rollout.driver`), a soft stop waits for the batch (``env_timeout_s`` at most).
 """
@@ -29,9 +34,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import queue
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -42,6 +48,16 @@ from agentgym.rollout.records import Episode
 
 SPARE_THREADS = 8
 """Env threads beyond one per lane: an env call that timed out may still hold one."""
+
+RECRUIT_AFTER_S = 0.002
+"""A turn whose calls run on one thread gets helper threads when it is not done by then."""
+
+_Job = Callable[[], Callable[[], None] | None]
+"""Work for an env thread: it may return what to call once the thread is free again."""
+
+WAITING_CALL_S = 50e-6
+"""A turn whose calls spent more than this per call waiting (wall time minus the thread's
+CPU time: I/O, a worker process, a lock) fans its next turn out, a thread per call."""
 
 
 class LockstepBatches:
@@ -178,15 +194,27 @@ class TurnEnvCalls:
     :meth:`call` queues one call and returns the future of its outcome; the queue goes
     out at the end of the event loop's current wave of callbacks (``call_soon``), which
     is when every episode woken by the turn's answer has asked for its env call. The
-    calls run on threads of this object's own (:class:`_Workers`, at most ``threads``).
+    calls run on threads of this object's own (:class:`_Workers`, at most ``threads``):
+    on one thread, helped by more after ``recruit_after_s``, or on a thread each when the
+    previous turn's calls waited more than ``waiting_call_s`` each on average.
     """
 
-    def __init__(self, timeout_s: float, threads: int):
+    def __init__(
+        self,
+        timeout_s: float,
+        threads: int,
+        recruit_after_s: float = RECRUIT_AFTER_S,
+        waiting_call_s: float = WAITING_CALL_S,
+    ):
         self.timeout_s = timeout_s
+        self.recruit_after_s = recruit_after_s
+        self.waiting_call_s = waiting_call_s
         self.workers = _Workers(threads)
         self._queued: _Batch | None = None
         self.sizes: list[int] = []
         """Calls in every batch sent, in order."""
+        self.fan_out = False
+        """Whether the next batch starts a thread per call (its predecessor's calls waited)."""
 
     def call(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
         """``fn(*args)`` in a worker thread, with the calls queued alongside it; its
@@ -195,7 +223,7 @@ class TurnEnvCalls:
         loop = asyncio.get_running_loop()
         batch = self._queued
         if batch is None or batch.loop is not loop:
-            batch = self._queued = _Batch(loop, self.timeout_s)
+            batch = self._queued = _Batch(loop, self.timeout_s, self._learn)
             loop.call_soon(self._send, batch)
         return batch.add(fn, args)
 
@@ -203,7 +231,12 @@ class TurnEnvCalls:
         if self._queued is batch:
             self._queued = None
         self.sizes.append(len(batch.calls))
-        batch.send(self.workers)
+        batch.send(self.workers, self.fan_out, self.recruit_after_s)
+
+    def _learn(self, waited_s: float, calls: int) -> None:
+        """A batch's calls returned, having waited ``waited_s`` in all: choose how the
+        next batch goes out."""
+        self.fan_out = calls > 0 and waited_s / calls > self.waiting_call_s
 
     def close(self) -> None:
         """Let the worker threads end once idle (one stuck in an env call stays there)."""
@@ -217,15 +250,16 @@ class _Workers:
 
     def __init__(self, limit: int):
         self.limit = max(1, limit)
-        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self.threads = 0
         """Threads started so far (none ends before :meth:`close`)."""
         self._busy = 0
         self._closed = False
 
-    def put(self, jobs: Sequence[Callable[[], None]]) -> None:
-        """Queue ``jobs`` (each must not raise); RuntimeError once closed."""
+    def put(self, jobs: Sequence[_Job]) -> None:
+        """Queue ``jobs`` (each must not raise, and may return what to call once its thread
+        is free again); RuntimeError once closed."""
         with self._lock:
             if self._closed:
                 raise RuntimeError("the lockstep env threads were closed")
@@ -239,9 +273,11 @@ class _Workers:
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
-            job()
+            then = job()
             with self._lock:
                 self._busy -= 1
+            if then is not None:  # after the thread counts as free: the next turn's
+                then()  # hand-off finds it idle and starts no thread for nothing
 
     def close(self) -> None:
         with self._lock:
@@ -251,67 +287,124 @@ class _Workers:
 
 
 class _Batch:
-    """Env calls sent together and answered together (at the last return or the timer)."""
+    """Env calls sent together and answered together (at the last return or the timer).
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, timeout_s: float):
+    The calls not yet started wait in ``_todo``; every job handed to the workers takes
+    calls from it until it is empty (:meth:`_drain`), so one job runs them all in turn
+    and each helper recruited later takes over the rest."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        timeout_s: float,
+        learn: Callable[[float, int], None],
+    ):
         self.loop = loop
         self.timeout_s = timeout_s
         self.calls: list[tuple[Callable[..., Any], tuple[Any, ...], asyncio.Future[Any]]] = []
+        self._learn = learn
         self._outcomes: list[tuple[bool, Any] | None] = []
         self._left = 0
+        self._todo: deque[int] = deque()
+        self._waited_s = 0.0
+        self._ran = 0
         self._lock = threading.Lock()
+        self._workers: _Workers | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._recruiter: asyncio.TimerHandle | None = None
 
     def add(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> asyncio.Future[Any]:
         future: asyncio.Future[Any] = self.loop.create_future()
         self.calls.append((fn, args, future))
         return future
 
-    def send(self, workers: _Workers) -> None:
-        """Start every call whose episode still waits for it, and the batch's timer."""
+    def send(self, workers: _Workers, fan_out: bool, recruit_after_s: float) -> None:
+        """Start every call whose episode still waits for it, and the batch's timer: on
+        a thread each (``fan_out``), else on one thread with helpers recruited when the
+        batch is not done after ``recruit_after_s``."""
+        self._workers = workers
         self._outcomes = [None] * len(self.calls)
         self._left = len(self.calls)
         self._timer = self.loop.call_later(self.timeout_s, self._answer)
-        jobs = []
-        for k, (fn, args, future) in enumerate(self.calls):
-            if future.done():  # its episode was cancelled before the batch went out
-                self._done(k, (False, None))
+        for k, (_, _, future) in enumerate(self.calls):
+            if future.done() and self._done(k, (False, None)):  # cancelled before it went
+                self._signal()  # out, and so was every other call of the batch
             else:
-                jobs.append(functools.partial(self._run, k, fn, args))
-        try:
-            workers.put(jobs)
-        except RuntimeError as exc:  # closed: the engine is closing
-            for job in jobs:
-                self._done(job.args[0], (False, exc))
+                self._todo.append(k)
+        if not self._todo:
+            return
+        self._hand_out(len(self._todo) if fan_out else 1)
+        if not fan_out and len(self._todo) > 1:
+            self._recruiter = self.loop.call_later(recruit_after_s, self._recruit)
 
-    def _run(self, k: int, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    def _recruit(self) -> None:
+        """The batch is not done: a helper for every call not started yet."""
+        with self._lock:
+            waiting = len(self._todo)
+        if waiting:
+            self._hand_out(waiting)
+
+    def _hand_out(self, jobs: int) -> None:
+        assert self._workers is not None
+        try:
+            self._workers.put([self._drain] * jobs)
+        except RuntimeError as exc:  # closed: the engine is closing
+            with self._lock:
+                unstarted, self._todo = list(self._todo), deque()
+            if any([self._done(k, (False, exc)) for k in unstarted]):
+                self._signal()
+
+    def _drain(self) -> Callable[[], None] | None:
+        """Run calls not started yet until none is left (in a worker thread); after the
+        batch's last call, what answers the batch."""
+        while True:
+            with self._lock:
+                if not self._todo:
+                    return None
+                k = self._todo.popleft()
+            fn, args, _ = self.calls[k]
+            if self._run(k, fn, args):
+                return self._signal
+
+    def _run(self, k: int, fn: Callable[..., Any], args: tuple[Any, ...]) -> bool:
+        wall, cpu = time.perf_counter(), time.thread_time()
         try:
             outcome: tuple[bool, Any] = (True, fn(*args))
         except StopIteration as exc:  # an asyncio future cannot hold one
             outcome = (False, RuntimeError(f"StopIteration: {exc}"))
         except BaseException as exc:  # handed to the episode, as a future would
             outcome = (False, exc)
-        self._done(k, outcome)
+        waited = (time.perf_counter() - wall) - (time.thread_time() - cpu)
+        return self._done(k, outcome, waited)
 
-    def _done(self, k: int, outcome: tuple[bool, Any]) -> None:
-        """Record call ``k``'s outcome (from any thread); the last one answers the batch."""
+    def _done(self, k: int, outcome: tuple[bool, Any], waited_s: float | None = None) -> bool:
+        """Record call ``k``'s outcome (from any thread); True for the batch's last one,
+        whose caller then answers the batch (:meth:`_signal`)."""
         with self._lock:
             self._outcomes[k] = outcome
             self._left -= 1
-            last = self._left == 0
-        if last:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
-                self.loop.call_soon_threadsafe(self._answer)
+            if waited_s is not None:
+                self._waited_s += waited_s
+                self._ran += 1
+            return self._left == 0
+
+    def _signal(self) -> None:
+        """Have the event loop answer the batch (from any thread)."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+            self.loop.call_soon_threadsafe(self._answer)
 
     def _answer(self) -> None:
         """Settle every future still waiting: with its outcome, or a timeout when its
         call has not returned (the timer fired first). A second answer (the last call
         returned after the timer) finds every future done, as does an episode that was
         cancelled meanwhile."""
-        if self._timer is not None:
-            self._timer.cancel()
+        for timer in (self._timer, self._recruiter):
+            if timer is not None:
+                timer.cancel()
         with self._lock:
             outcomes = list(self._outcomes)
+            if self._left == 0:
+                self._learn(self._waited_s, self._ran)
         for (_, _, future), outcome in zip(self.calls, outcomes):
             if future.done():
                 continue

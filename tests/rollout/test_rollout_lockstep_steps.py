@@ -80,15 +80,41 @@ def test_an_env_that_raises_stopiteration_fails_alone() -> None:
         calls = TurnEnvCalls(3600.0, threads=2)
         try:
             futures = [calls.call(exhausted), calls.call(abs, -5)]
-            return await asyncio.wait_for(
-                asyncio.gather(*futures, return_exceptions=True), DEADLINE_S
-            )
+            await asyncio.wait_for(asyncio.wait(futures), DEADLINE_S)
+            return [futures[0].exception(), futures[1].result()]
         finally:
             calls.close()
 
-    failed, other = asyncio.run(one_turn())
+    failed, other = asyncio.run(one_turn())  # raised, not returned as a result
     assert isinstance(failed, RuntimeError) and str(failed) == "StopIteration: no more moves"
     assert other == 5
+
+
+def test_a_turn_of_two_calls_gets_a_helper_when_its_first_call_hangs() -> None:
+    """The first call waits until the second has returned: only a helper thread, recruited
+    after ``recruit_after_s``, can run the second."""
+    second_done = threading.Event()
+
+    def first() -> str:
+        assert second_done.wait(DEADLINE_S)
+        return "first"
+
+    def second() -> str:
+        second_done.set()
+        return "second"
+
+    async def one_turn() -> list[Any]:
+        calls = TurnEnvCalls(DEADLINE_S, threads=4, recruit_after_s=0.01)
+        try:
+            futures = [calls.call(first), calls.call(second)]
+            return list(await asyncio.wait_for(asyncio.gather(*futures), 2 * DEADLINE_S))
+        finally:
+            calls.close()
+
+    try:
+        assert asyncio.run(one_turn()) == ["first", "second"]
+    finally:
+        second_done.set()
 
 
 def test_an_episode_cancelled_while_its_batch_is_out_leaves_the_others_their_outcomes() -> None:
@@ -135,10 +161,11 @@ def test_a_batch_is_answered_when_its_last_call_returns_not_at_its_timer() -> No
     assert asyncio.run(turns()) == [[1, 0, 0, 0, 0], [1, 1, 1, 1, 1], [1, 2, 4, 8, 16]]
 
 
-def test_the_calls_of_a_turn_run_side_by_side_each_on_a_thread() -> None:
-    """Envs of one turn step at the same time (a browser's step waits on I/O): three calls
-    that wait for each other all return, after turns of one call each made a single
-    thread (a thread is started whenever every thread is busy)."""
+def test_a_call_that_does_not_return_soon_gets_the_rest_of_its_turn_helpers() -> None:
+    """A turn starts on one thread; when it is not done after ``recruit_after_s``, the
+    calls not started yet get threads of their own: three calls that wait for each other
+    all return, after turns of one call each made a single thread (a thread is started
+    whenever every thread is busy)."""
     meet = threading.Barrier(3, timeout=DEADLINE_S)
 
     async def turns() -> list[Any]:
@@ -151,6 +178,88 @@ def test_the_calls_of_a_turn_run_side_by_side_each_on_a_thread() -> None:
             calls.close()
 
     assert asyncio.run(turns()) == [[0, 1, 2, 3, 4], [0, 1, 2]]  # all three met
+
+
+def test_calls_that_keep_the_cpu_busy_run_in_turn_on_one_thread() -> None:
+    """Hand-offs cost more than a grid step: a turn of quick calls runs on one thread,
+    one call after another in the order they were asked for (no helper is recruited
+    before ``recruit_after_s``, an hour here; and a call counts as waiting only beyond an
+    hour, so a preempted thread cannot make the turns fan out)."""
+    ran: list[tuple[int, int]] = []
+
+    def step(k: int) -> int:
+        ran.append((k, threading.get_ident()))
+        return k
+
+    async def turns() -> list[int]:
+        calls = TurnEnvCalls(DEADLINE_S, threads=8, recruit_after_s=3600.0, waiting_call_s=3600.0)
+        try:
+            out = []
+            for _ in range(3):
+                out += await asyncio.gather(*(calls.call(step, k) for k in range(6)))
+            assert calls.workers.threads == 1 and not calls.fan_out
+            return out
+        finally:
+            calls.close()
+
+    assert asyncio.run(turns()) == list(range(6)) * 3
+    assert [k for k, _ in ran] == list(range(6)) * 3
+    assert len({ident for _, ident in ran}) == 1
+
+
+def test_a_turn_whose_call_waited_sends_the_next_turn_out_a_thread_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Calls that wait (a browser's I/O, a worker process) gain from threads of their own:
+    after a turn whose one call slept, the next turn's three calls run at once, without the
+    recruiting timer (an hour here), so three calls that wait for each other all return;
+    the threads that then find nothing left to run go back to waiting, none crashes."""
+    crashes: list[Any] = []
+    monkeypatch.setattr(threading, "excepthook", crashes.append)
+    meet = threading.Barrier(3, timeout=DEADLINE_S)
+
+    def nap() -> str:
+        threading.Event().wait(0.01)  # waits without the CPU
+        return "rested"
+
+    async def turns() -> list[Any]:
+        calls = TurnEnvCalls(DEADLINE_S, threads=8, recruit_after_s=3600.0)
+        try:
+            first = await calls.call(nap)
+            assert calls.fan_out
+            second = await asyncio.wait_for(
+                asyncio.gather(*(calls.call(meet.wait) for _ in range(3))), DEADLINE_S
+            )
+            return [first, sorted(second)]
+        finally:
+            calls.close()
+
+    try:
+        assert asyncio.run(turns()) == ["rested", [0, 1, 2]]
+    finally:
+        meet.abort()
+    assert crashes == []
+
+
+def test_the_wait_that_fans_out_is_the_mean_per_call_not_the_turns_total() -> None:
+    """Eight calls that each wait 50 ms (0.4 s in all) stay on one thread under a limit
+    of one second per call; a call that waits one and a half sends the next turn out."""
+
+    def nap(seconds: float) -> float:
+        threading.Event().wait(seconds)
+        return seconds
+
+    async def turns() -> list[bool]:
+        calls = TurnEnvCalls(DEADLINE_S, threads=8, recruit_after_s=3600.0, waiting_call_s=1.0)
+        try:
+            await asyncio.gather(*(calls.call(nap, 0.05) for _ in range(8)))
+            after_short = calls.fan_out
+            await calls.call(nap, 1.5)
+            return [after_short, calls.fan_out]
+        finally:
+            calls.close()
+
+    assert asyncio.run(turns()) == [False, True]
 
 
 def test_calls_beyond_the_thread_limit_wait_for_a_free_thread() -> None:
