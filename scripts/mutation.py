@@ -560,6 +560,7 @@ TARGETS: tuple[Target, ...] = (
         "agentgym/rollout/engine.py",
         (
             "RolloutConfig.failure_limit",
+            "RolloutConfig.whole_run",
             "RolloutEngine._target_met",
             "RolloutEngine._room",
             "RolloutEngine._launch",
@@ -620,15 +621,34 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "branch-slots",
         "agentgym/rollout/sources.py",
-        ("_snapshotting", "_LocalSlot.restore", "_PoolSlot.restore", "_PoolSlot.reset"),
-        ("tests/rollout/test_rollout_starts.py", "tests/rl/test_rl_rollouts_pinned.py"),
-        limit=15,
+        (
+            "_snapshotting",
+            "_LocalSlot.restore",
+            "_PoolSlot.restore",
+            "_PoolSlot.reset",
+            "PoolEnvSource.acquire",
+            "PoolEnvSource._replace",
+        ),
+        (
+            "tests/rollout/test_rollout_starts.py",
+            "tests/rl/test_rl_rollouts_pinned.py",
+            "tests/rollout/test_rollout_faults.py",
+        ),
+        limit=25,
         timeout_s=90.0,
     ),
     Target(
         "trees",
         "agentgym/rollout/groups.py",
-        ("_Forest.branches", "_Forest.absorb", "_Forest.leaves", "tree_rollouts", "_play_chains"),
+        (
+            "_Forest.branches",
+            "_Forest.absorb",
+            "_Forest.leaves",
+            "tree_rollouts",
+            "_play_chains",
+            "_numbered",
+            "_TokenCount.__call__",
+        ),
         ("tests/rl/test_rl_rollouts_pinned.py", "tests/rl/test_rl_rollouts.py"),
         limit=25,
         timeout_s=120.0,
@@ -651,15 +671,19 @@ TARGETS: tuple[Target, ...] = (
         (
             "TurnEnvCalls.call",
             "TurnEnvCalls._send",
+            "TurnEnvCalls._learn",
             "_Workers.put",
             "_Workers._work",
             "_Batch.send",
+            "_Batch._recruit",
+            "_Batch._hand_out",
+            "_Batch._drain",
             "_Batch._run",
             "_Batch._done",
             "_Batch._answer",
         ),
         ("tests/rollout/test_rollout_lockstep_steps.py",),
-        limit=40,
+        limit=60,
         timeout_s=150.0,  # a mutant without the batch timer waits for the hung call (60 s)
     ),
     Target(
@@ -804,23 +828,39 @@ EQUIVALENT: dict[str, str] = {
         "an assert: EpisodeStart refuses a snapshot without both its chat and its info, so "
         "both are set whenever one is"
     ),
-    "evaluate:_play_trials:bool:+21.16": (
-        "partial=True stops once target_groups usable groups are back, and the target is "
-        "every trial: the same as running every group to its end; a failure stops the call "
-        "either way (failure_run_limit=1)"
-    ),
-    "evaluate:_play_trials:bool:+23.17": (
-        "one env, one episode in flight: the asynchronous engine sends the same single-input "
-        "requests in the same order, and a policy's error, an infrastructure failure there, "
-        "stops the call at once (failure_run_limit=1) and is raised as itself all the same"
-    ),
-    "evaluate:_play_trials:int:+24.24": (
-        "a retry is never started: failure_run_limit=1 stops the call at the first failure, "
-        "and a retry made while the call stops waits paused for a next call that never comes"
-    ),
-    "lockstep-env-calls:_Batch.send:bool:+8.31": (
+    "lockstep-env-calls:_Batch.send:bool:+9.48": (
         "the outcome recorded for a call whose future was cancelled before the batch went out "
         "is never read: _answer skips every future that is already done"
+    ),
+    "lockstep-env-calls:_Batch.send:andor:+16.11": (
+        "a recruiting timer for a batch already sent out a thread per call: when it fires "
+        "every call has a job of its own, so the helpers it adds find nothing to run"
+    ),
+    "lockstep-env-calls:_Batch.send:bool:+10.31": (
+        "the outcome recorded for a call whose future was cancelled before the batch went out "
+        "is never read: _answer skips every future that is already done"
+    ),
+    "lockstep-env-calls:_Batch.send:guard:+13.8": (
+        "a fast path: with every call of the batch cancelled before it went out, the job "
+        "handed out without it finds nothing to run and returns (no call, no outcome)"
+    ),
+    "lockstep-env-calls:_Batch.send:cmp:+16.27": (
+        "a recruiting timer for a batch of one call: when it fires the call has been taken "
+        "by the first job (or is taken by whichever job comes first), so it runs once either way"
+    ),
+    "evaluate:_one_env_source:int:+17.22": (
+        "a capacity of 2 for the one env: evaluate's run keeps one episode in flight "
+        "(RolloutConfig.whole_run(1)), so a second slot is never asked for"
+    ),
+    "branch-slots:PoolEnvSource._replace:return:+5.12": (
+        "None is as false as False: release() only tests the result for truth"
+    ),
+    "branch-slots:PoolEnvSource._replace:return:+16.8": (
+        "None is as false as False: release() only tests the result for truth"
+    ),
+    "lockstep-env-calls:TurnEnvCalls._learn:cmp:+3.37": (
+        "`>` became `>=`: the mean wait per call would have to equal waiting_call_s to the "
+        "last bit of a float for the choice to differ"
     ),
     "lockstep-env-calls:_Batch._answer:cmp:+5.11": (
         "a timer left running after the batch was answered fires later into a batch whose "
