@@ -528,12 +528,9 @@ class RayEnvPool:
             refs.append(actor.call.remote(slot, name, args, kwargs))
         results = self._gather(refs)
         self._after_call(idx, results)
-        out = []
-        for i, (status, value) in zip(idx, results):
-            if status != "ok":
-                raise RemoteEnvError(f"call {name!r} on env {i} failed: {value}")
-            out.append(value)
-        return out
+        return _values_or_raise(
+            idx, results, lambda i, value: f"call {name!r} on env {i} failed: {value}"
+        )
 
     def get_attr(self, name: str, *, indices: Sequence[int] | None = None) -> list[Any]:
         """An attribute (of the env, else its unwrapped core) of each given env."""
@@ -544,12 +541,9 @@ class RayEnvPool:
             actor, slot = self._where(i)
             refs.append(actor.get_attr.remote(slot, name))
         results = self._gather(refs)
-        out = []
-        for i, (status, value) in zip(idx, results):
-            if status != "ok":
-                raise RemoteEnvError(f"reading {name!r} of env {i} failed: {value}")
-            out.append(value)
-        return out
+        return _values_or_raise(
+            idx, results, lambda i, value: f"reading {name!r} of env {i} failed: {value}"
+        )
 
     def actor_pids(self) -> list[int]:
         """The process id of each actor (for diagnostics and crash tests)."""
@@ -697,3 +691,18 @@ class RemoteEnv(gym.Env):
 
 
 Factory = Callable[[], gym.Env]
+
+
+def _values_or_raise(
+    indices: Sequence[int],
+    results: Sequence[tuple[str, Any]],
+    message: Callable[[int, Any], str],
+) -> list[Any]:
+    """The values of gathered ``(status, value)`` results; at the first that failed,
+    RemoteEnvError with ``message(env index, value)``."""
+    out = []
+    for i, (status, value) in zip(indices, results):
+        if status != "ok":
+            raise RemoteEnvError(message(i, value))
+        out.append(value)
+    return out

@@ -351,7 +351,10 @@ class _Batch:
         except RuntimeError as exc:  # closed: the engine is closing
             with self._lock:
                 unstarted, self._todo = list(self._todo), deque()
-            if any([self._done(k, (False, exc)) for k in unstarted]):
+            last = False
+            for k in unstarted:
+                last = self._done(k, (False, exc)) or last
+            if last:
                 self._signal()
 
     def _drain(self) -> Callable[[], None] | None:

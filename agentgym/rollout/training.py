@@ -123,10 +123,10 @@ def collect_groups(
     and a group whose member still failed is left out of the batch whole, so its failure
     never enters the advantages as a zero. The summary counts those failures.
     """
-    config = RolloutConfig(
+    config = RolloutConfig.whole_run(
+        int(pool.num_envs) // group_size * group_size,
+        lockstep=False,
         group_size=group_size,
-        max_in_flight=int(pool.num_envs) // group_size * group_size,
-        partial=False,
         history_turns=history_turns,
         env_timeout_s=env_timeout_s,
         group_prefix=group_prefix,

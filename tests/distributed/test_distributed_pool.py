@@ -90,8 +90,10 @@ def test_call_and_get_attr_reach_the_remote_env(pool):
     keys = pool.call("state_key")
     assert len(keys) == 3 and all(isinstance(k, str) and k for k in keys)
     assert pool.get_attr("reward_weights", indices=[0])[0]["format"] == 0.1
-    with pytest.raises(RemoteEnvError):
-        pool.call("no_such_method", indices=[0])
+    with pytest.raises(RemoteEnvError, match=r"call 'no_such_method' on env 1 failed: "):
+        pool.call("no_such_method", indices=[1])
+    with pytest.raises(RemoteEnvError, match=r"reading '\{no\}' of env 2 failed: "):
+        pool.get_attr("{no}", indices=[2])
 
 
 def test_bad_indices_are_typed_errors(pool):

@@ -132,56 +132,42 @@ def test_a_branch_on_a_fresh_pool_env_restores_there_too() -> None:
     assert played(branch) == played(ep)[3:]
 
 
-def test_a_branch_whose_pool_env_crashed_restores_on_the_fresh_env_that_replaced_it() -> None:
-    """The branch's first step crashes its pool env; the pool restarts that index with a
-    fresh env, which has never been reset: the retry's slot resets it before the restore
-    (the slot of the crashed env had been reset, the new one must not inherit that)."""
+class FailsOnce(gym.Wrapper):
+    """Sokoban-Tiny whose next step raises while ``left[0]`` > 0 (shared by every copy)."""
+
+    def __init__(self, left: list[int]):
+        super().__init__(gym.make("agentgym/Sokoban-Tiny-v0", max_turns=len(MOVES)))
+        self.left = left
+
+    def step(self, action: str) -> Any:
+        if self.left[0]:
+            self.left[0] -= 1
+            raise RuntimeError("injected crash in the branch's first step")
+        return self.env.step(action)
+
+
+@pytest.mark.parametrize("where", ["local", "pool"])
+def test_a_branch_whose_env_fails_is_played_again_from_the_same_snapshot(where: str) -> None:
+    """The branch's first step crashes its env; the retry plays the branch again from the
+    same snapshot. In a pool, the crashed index gets a fresh env, which has never been
+    reset: the retry's slot resets it before the restore (the crashed env's slot had been
+    reset, the new one must not inherit that)."""
     ep = whole_episode(8)
     point = ep.branch_points[1]
-    failures = {"left": 1}
-
-    class FailsOnce(gym.Wrapper):
-        def step(self, action: str) -> Any:
-            if failures["left"]:
-                failures["left"] -= 1
-                raise RuntimeError("injected crash in the branch's first step")
-            return self.env.step(action)
-
-    def make() -> gym.Env:
-        return FailsOnce(gym.make("agentgym/Sokoban-Tiny-v0", max_turns=len(MOVES)))
-
+    left = [1]
     start = EpisodeStart(8, snapshot=point.snapshot, chat=point.chat, info=point.info)
-    with EnvPool([make]) as pool:
-        source = PoolEnvSource(pool)
-        collection, _ = run([start], source=source, max_in_flight=1)
+    if where == "pool":
+        with EnvPool([lambda: FailsOnce(left)]) as pool:
+            source = PoolEnvSource(pool)
+            collection, calls = run([start], source=source, max_in_flight=1)
+        assert source.restarted == 1
+    else:
+        collection, calls = run([start], source=LocalEnvSource("", factory=lambda: FailsOnce(left)))
+        assert calls.resets == []
     (group,) = collection.groups
     assert [a.status for a in group.attempts] == ["infra_failure", "done"], group.attempts[-1].cause
-    assert source.restarted == 1
-    assert played(group.members[0]) == played(ep)[1:]
-
-
-def test_a_branch_whose_env_fails_is_played_again_from_the_same_snapshot() -> None:
-    ep = whole_episode(8)
-    point = ep.branch_points[1]
-    failures = {"left": 1}
-
-    class FailsOnce(gym.Wrapper):
-        def step(self, action: str) -> Any:
-            if failures["left"]:
-                failures["left"] -= 1
-                raise RuntimeError("injected crash in the branch's first step")
-            return self.env.step(action)
-
-    source = LocalEnvSource(
-        "", factory=lambda: FailsOnce(gym.make("agentgym/Sokoban-Tiny-v0", max_turns=len(MOVES)))
-    )
-    start = EpisodeStart(8, snapshot=point.snapshot, chat=point.chat, info=point.info)
-    collection, calls = run([start], source=source)
-    (group,) = collection.groups
-    assert [a.status for a in group.attempts] == ["infra_failure", "done"]
     assert "injected crash" in (group.attempts[0].cause or "")
     assert played(group.members[0]) == played(ep)[1:]
-    assert calls.resets == []
 
 
 def test_reset_options_reach_the_env_and_a_plain_seed_sends_none() -> None:
