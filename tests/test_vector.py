@@ -16,6 +16,7 @@ import pytest
 import agentgym  # noqa: F401
 from agentgym.error import InvalidConfigError
 from agentgym.pools import EnvPool, worker_cpus
+from agentgym.rollout.sources import PoolEnvSource
 from tests.fake_envs import CpuReportingEnv, RaisingEnv
 from tests.rollout.faulty import make_stuck_first
 
@@ -27,16 +28,19 @@ def test_backends_give_the_same_results(backend):
     with EnvPool([make_tiny] * 3, backend=backend) as pool:
         resets = pool.reset(seeds=[0, 1, 2])
         out = pool.step({0: "x", 2: resets[2][1]["admissible_actions"][0]})
+        alone = pool.step_one(1, resets[1][1]["admissible_actions"][-1])
         keys = pool.call("state_key")
     with EnvPool([make_tiny] * 3, backend="sync") as ref:
         ref_resets = ref.reset(seeds=[0, 1, 2])
         ref_out = ref.step({0: "x", 2: ref_resets[2][1]["admissible_actions"][0]})
+        ref_alone = ref.step({1: ref_resets[1][1]["admissible_actions"][-1]})[1]
         ref_keys = ref.call("state_key")
     assert [r[1]["task_id"] for r in resets] == [r[1]["task_id"] for r in ref_resets]
     assert sorted(out) == [0, 2]
     assert {i: o.obs["text"] for i, o in out.items()} == {
         i: o.obs["text"] for i, o in ref_out.items()
     }
+    assert (alone.obs["text"], alone.reward) == (ref_alone.obs["text"], ref_alone.reward)
     assert keys == ref_keys
 
 
@@ -44,15 +48,19 @@ def test_a_crashing_env_fails_its_episode_not_the_pool():
     with EnvPool([make_tiny, RaisingEnv], backend="thread") as pool:
         pool.reset(seeds=[0, 0])
         out = pool.step({0: "x", 1: ""})
+        alone = pool.step_one(1, "")
     assert out[1].truncated and "ValueError: empty" in out[1].info["env_error"]
     assert out[1].info["success"] is False
     assert not out[0].truncated
+    assert alone.truncated and "ValueError: empty" in alone.info["env_error"]
 
 
 def test_bad_indices_and_lengths_are_clear_errors():
     with EnvPool([make_tiny], backend="sync") as pool:
         with pytest.raises(InvalidConfigError, match="out of range"):
             pool.step({3: "x"})
+        with pytest.raises(InvalidConfigError, match="out of range"):
+            pool.step_one(-1, "x")
         with pytest.raises(InvalidConfigError, match="1 indices but 2 seeds"):
             pool.reset(seeds=[1, 2])
     with pytest.raises(InvalidConfigError, match="backend"):
@@ -205,6 +213,12 @@ def test_restart_puts_a_fresh_env_at_an_index(backend):
             )
         with pytest.raises(InvalidConfigError, match="out of range"):
             pool.restart([2])
+        if backend != "process":  # a slot lent before the restart hands out the new env
+            slot = PoolEnvSource(pool).acquire()
+            first = slot.env
+            assert first is pool.envs[slot.index].unwrapped
+            pool.restart([slot.index])
+            assert slot.env is pool.envs[slot.index].unwrapped and slot.env is not first
     with pytest.raises(InvalidConfigError, match="closed"):
         pool.restart([0])
 

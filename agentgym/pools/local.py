@@ -392,6 +392,13 @@ class EnvPool:
 
         return dict(zip(idx, self._map(one, idx)))
 
+    def step_one(self, index: int, action: str) -> StepResult:
+        """Step the env at ``index`` alone: :meth:`step` for one env, without building
+        the mappings (what the rollout engine calls, once per episode step)."""
+        if self.backend == "process" or not 0 <= index < self.num_envs:
+            return self.step({index: action})[index]
+        return _safe_step(self.envs[index], action)
+
     def call(
         self, name: str, *args: Any, indices: Sequence[int] | None = None, **kwargs: Any
     ) -> list[Any]:

@@ -210,21 +210,24 @@ class EpisodeDriver:
         ep.phase = "policy"
         request, version, asked_in = self._request(call, ep)
         t0 = time.perf_counter()
-        try:
-            gen = await asyncio.shield(request)
+        try:  # a cancelled task leaves its request in flight (kept for the next call)
+            if self.lockstep is None:
+                gen = await asyncio.shield(request)
+            else:
+                gen = await self.lockstep.waiter(request)
         except Exception as exc:
             ep.pending = None
             if caller_mistake(exc) or self.lockstep is not None:
                 raise  # not infrastructure: a refused request, or a local policy's error
             raise InfraFailure("policy_error", f"{type(exc).__name__}: {exc}") from exc
         finally:
-            call.summary.policy_seconds += time.perf_counter() - t0
-        policy_s = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            call.summary.policy_seconds += t1 - t0
+        policy_s = t1 - t0
         ep.pending = None
         ep.phase = "step"
-        t0 = time.perf_counter()
         res = await self._env_call(ep.slot.step, gen.text)
-        env_s = time.perf_counter() - t0
+        env_s = time.perf_counter() - t1
         ep.phase = None
         call.summary.env_seconds += env_s
         call.summary.env_steps += 1
@@ -282,8 +285,10 @@ class EpisodeDriver:
         item = PolicyInput(
             messages=ep.chat.messages(self.config.history_turns), info=ep.info, env=ep.slot.env
         )
-        asking = self.policy.act(item) if self.lockstep is None else self.lockstep.act(ep, item)
-        request = asyncio.ensure_future(asking)
+        if self.lockstep is None:
+            request = asyncio.ensure_future(self.policy.act(item))
+        else:
+            request = self.lockstep.act(ep, item)
         call.summary.policy_requests += 1
         ep.pending = (request, call.policy_version, call.index)
         return ep.pending  # type: ignore[no-any-return]
@@ -291,28 +296,34 @@ class EpisodeDriver:
     async def _env_call(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in a worker thread; in lockstep mode sent with the other env
         calls of the turn (:class:`~agentgym.rollout.lockstep.TurnEnvCalls`)."""
+        config = self.config
         if self.lockstep is None:
             return await self._bounded(self.executor.submit(fn, *args))
-        timeout_s, lanes = self.config.env_timeout_s, self.config.max_in_flight
-        return await self._bounded(self.lockstep.env_call(timeout_s, lanes, fn, *args))
-
-    async def _bounded(self, future: Future[T] | asyncio.Future[T]) -> T:
-        """Await a worker-thread call for at most ``env_timeout_s`` (an asyncio future is
-        a lockstep call, bounded by its batch's timer); a timeout or an exception is an
-        infrastructure failure (the thread may still be running)."""
-        try:
-            if isinstance(future, asyncio.Future):
-                return await future
-            async with asyncio.timeout(self.config.env_timeout_s):  # cheaper than wait_for
-                return await asyncio.wrap_future(future)
-        except TimeoutError as exc:
-            raise InfraFailure(
-                "env_timeout", f"no answer within {self.config.env_timeout_s} s"
-            ) from exc
+        try:  # bounded by its batch's timer
+            return await self.lockstep.env_call(  # type: ignore[no-any-return]
+                config.env_timeout_s, config.max_in_flight, fn, *args
+            )
         except InfraFailure:
             raise
         except Exception as exc:
-            raise InfraFailure.env_error(exc) from exc
+            raise self._failure(exc) from exc
+
+    async def _bounded(self, future: Future[T]) -> T:
+        """Await a worker-thread call for at most ``env_timeout_s``; a timeout or an
+        exception is an infrastructure failure (the thread may still be running)."""
+        try:
+            async with asyncio.timeout(self.config.env_timeout_s):  # cheaper than wait_for
+                return await asyncio.wrap_future(future)
+        except InfraFailure:
+            raise
+        except Exception as exc:
+            raise self._failure(exc) from exc
+
+    def _failure(self, exc: Exception) -> InfraFailure:
+        """What an env call's exception means: a timeout or the env's own error."""
+        if isinstance(exc, TimeoutError):
+            return InfraFailure("env_timeout", f"no answer within {self.config.env_timeout_s} s")
+        return InfraFailure.env_error(exc)
 
     # ------------------------------------------------------------------ endings
 

@@ -87,6 +87,8 @@ class LockstepBatches:
         answer cannot complete a turn, and a request does not wake the engine."""
         self.wake: Callable[[], None] = lambda: None
         self._asked: dict[Episode, tuple[PolicyInput, asyncio.Future[Generation]]] = {}
+        self._waiters: dict[asyncio.Future[Generation], asyncio.Future[Generation]] = {}
+        """Request -> what its episode's task awaits (:meth:`waiter`)."""
         self._lanes: dict[Episode, int] = {}
         self._turn: asyncio.Task[None] | None = None
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lockstep-policy")
@@ -103,6 +105,17 @@ class LockstepBatches:
         if len(self._asked) >= self._running:
             self.wake()
         return future
+
+    def waiter(self, request: asyncio.Future[Generation]) -> asyncio.Future[Generation]:
+        """What an episode's task awaits for its ``request`` (its own or one kept from an earlier
+        call): a future answered along with it, so that cancelling the task leaves the
+        request in flight (what ``asyncio.shield`` does, without its two extra callbacks
+        per step). A request already answered is its own waiter."""
+        if request.done():
+            return request
+        waiter: asyncio.Future[Generation] = request.get_loop().create_future()
+        self._waiters[request] = waiter
+        return waiter
 
     def env_call(
         self, timeout_s: float, lanes: int, fn: Callable[..., Any], *args: Any
@@ -122,8 +135,10 @@ class LockstepBatches:
 
     def _forget_withdrawn(self) -> None:
         """Drop the requests cancelled before their turn was sent (their episodes stopped)."""
-        for ep in [ep for ep, (_, future) in self._asked.items() if future.done()]:
-            del self._asked[ep]
+        for ep, (_, future) in list(self._asked.items()):
+            if future.done():
+                del self._asked[ep]
+                self._waiters.pop(future, None)
 
     def flush_if_all_asked(self, running: Collection[Episode]) -> None:
         """Send the turn's batch when every episode in ``running`` waits for its action.
@@ -174,12 +189,14 @@ class LockstepBatches:
                 )
         except Exception as exc:  # every episode of the turn gets the cause
             for _, _, future in batch:
-                if not future.done():
-                    future.set_exception(exc)
+                for answered in (future, self._waiters.pop(future, None)):
+                    if answered is not None and not answered.done():
+                        answered.set_exception(exc)
             return
         for (_, _, future), gen in zip(batch, gens):
-            if not future.done():
-                future.set_result(gen)
+            for answered in (future, self._waiters.pop(future, None)):
+                if answered is not None and not answered.done():
+                    answered.set_result(gen)
 
     def close(self) -> None:
         self._thread.shutdown(wait=False)
@@ -359,36 +376,31 @@ class _Batch:
 
     def _drain(self) -> Callable[[], None] | None:
         """Run calls not started yet until none is left (in a worker thread); after the
-        batch's last call, what answers the batch."""
-        while True:
+        batch's last call, what answers the batch. The time the job spent not on the CPU
+        (its wall time minus its thread's CPU time) counts as its calls' waiting."""
+        wall, cpu = time.perf_counter(), time.thread_time()
+        ran, last = 0, False
+        while not last:
             with self._lock:
                 if not self._todo:
-                    return None
+                    break
                 k = self._todo.popleft()
             fn, args, _ = self.calls[k]
-            if self._run(k, fn, args):
-                return self._signal
+            last = self._done(k, _outcome(fn, args))
+            ran += 1
+        if ran:
+            waited = (time.perf_counter() - wall) - (time.thread_time() - cpu)
+            with self._lock:  # before the batch is answered, when this job ran its last call
+                self._waited_s += waited
+                self._ran += ran
+        return self._signal if last else None
 
-    def _run(self, k: int, fn: Callable[..., Any], args: tuple[Any, ...]) -> bool:
-        wall, cpu = time.perf_counter(), time.thread_time()
-        try:
-            outcome: tuple[bool, Any] = (True, fn(*args))
-        except StopIteration as exc:  # an asyncio future cannot hold one
-            outcome = (False, RuntimeError(f"StopIteration: {exc}"))
-        except BaseException as exc:  # handed to the episode, as a future would
-            outcome = (False, exc)
-        waited = (time.perf_counter() - wall) - (time.thread_time() - cpu)
-        return self._done(k, outcome, waited)
-
-    def _done(self, k: int, outcome: tuple[bool, Any], waited_s: float | None = None) -> bool:
+    def _done(self, k: int, outcome: tuple[bool, Any]) -> bool:
         """Record call ``k``'s outcome (from any thread); True for the batch's last one,
         whose caller then answers the batch (:meth:`_signal`)."""
         with self._lock:
             self._outcomes[k] = outcome
             self._left -= 1
-            if waited_s is not None:
-                self._waited_s += waited_s
-                self._ran += 1
             return self._left == 0
 
     def _signal(self) -> None:
@@ -417,6 +429,16 @@ class _Batch:
                 future.set_result(outcome[1])
             else:
                 future.set_exception(outcome[1])
+
+
+def _outcome(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool, Any]:
+    """``(True, fn(*args))``, or ``(False, the exception it raised)``."""
+    try:
+        return True, fn(*args)
+    except StopIteration as exc:  # an asyncio future cannot hold one
+        return False, RuntimeError(f"StopIteration: {exc}")
+    except BaseException as exc:  # handed to the episode, as a future would
+        return False, exc
 
 
 def _episode_order(ep: Episode) -> tuple[int, int]:

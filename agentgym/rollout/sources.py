@@ -189,11 +189,19 @@ class _PoolSlot:
         self.pool = pool
         self.index = index
         self._was_reset = False
+        self._step_one = getattr(pool, "step_one", None)
+        self._wrapped: Any = None
+        self._core: Any = None
 
     @property
     def env(self) -> Any:
         envs = getattr(self.pool, "envs", None)
-        return envs[self.index].unwrapped if envs else None
+        if not envs:
+            return None
+        wrapped = envs[self.index]
+        if wrapped is not self._wrapped:  # looked up once per env, not once per step
+            self._wrapped, self._core = wrapped, wrapped.unwrapped
+        return self._core
 
     def reset(
         self, seed: int, options: Mapping[str, Any] | None = None
@@ -206,6 +214,8 @@ class _PoolSlot:
         return obs, dict(info)
 
     def step(self, action: str) -> StepResult:
+        if self._step_one is not None:
+            return self._step_one(self.index, action)  # type: ignore[no-any-return]
         return self.pool.step({self.index: action})[self.index]
 
     def snapshot(self) -> Any:

@@ -248,3 +248,45 @@ def test_requests_left_from_an_earlier_loop_are_never_sent_and_block_no_turn() -
         assert third.summary.usable_groups >= 2
     finally:
         engine.close()
+
+
+def test_requests_kept_across_two_calls_on_one_loop_are_asked_once_and_answered_to_their_own_episode() -> (
+    None
+):
+    """Two partial lockstep calls on one event loop: the episodes the first call paused
+    while they asked keep their requests; the second call sends those (nobody asks again)
+    and each episode records the answer the policy gave to its own input."""
+    asked_for: dict[int, str] = {}  # generation id -> the task of the input it answered
+
+    class Tagging(RandomPolicy):
+        def act(self, items: Sequence[PolicyInput]) -> list[Generation]:
+            gens = super().act(items)
+            for item, gen in zip(items, gens):
+                gen.meta["id"] = len(asked_for)
+                asked_for[gen.meta["id"]] = item.info["task_id"]
+            return gens
+
+    config = RolloutConfig(group_size=1, max_in_flight=4, partial=True, lockstep=True)
+    source = LocalEnvSource(SOKOBAN, {"max_turns": 6})
+    engine = RolloutEngine(source, Tagging(0), iter(range(100)), config)
+
+    async def two_calls() -> tuple[Any, Any, int]:
+        first = await engine.collect(1)
+        paused_asking = sum(ep.pending is not None for ep in engine.carried)
+        second = await engine.collect(1)
+        return first, second, paused_asking
+
+    try:
+        first, second, paused_asking = asyncio.run(two_calls())
+        episodes = [*first.episodes, *second.episodes, *engine.carried]
+    finally:
+        engine.close()
+    assert paused_asking == 3
+    assert second.summary.resumed_requests == 3
+    steps = [(ep.task_id, s.generation.meta["id"]) for ep in episodes for s in ep.steps]
+    assert len({gen_id for _, gen_id in steps}) == len(steps)  # no answer recorded twice
+    assert all(asked_for[gen_id] == task for task, gen_id in steps)
+    # every answer reached its episode: recorded, or kept with a request answered after
+    # the second call paused the episode
+    kept = sum(ep.pending is not None and ep.pending[0].done() for ep in engine.carried)
+    assert len(asked_for) == len(steps) + kept
