@@ -942,22 +942,35 @@ def run(quick: bool = False) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    if "--density" in sys.argv:  # python -m benchmarks.bench_sandbox_scale --density 1024
-        rest = [a for a in sys.argv[1:] if a.isdigit()]
-        base = sys.argv[sys.argv.index("--base") + 1] if "--base" in sys.argv else DENSITY_BASE
-        rounds = 1 if "--quick" in sys.argv else 2
-        # --only zygote,base: some of the sides ("zygote", "no zygote", "base")
-        only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else []
-        print(density_section(int(rest[0]) if rest else 1024, rounds, base, only=tuple(only)))
-    elif "--opens" in sys.argv:  # python -m benchmarks.bench_sandbox_scale --opens 500
-        rest = [a for a in sys.argv[1:] if a.isdigit()]
-        base = sys.argv[sys.argv.index("--base") + 1] if "--base" in sys.argv else DENSITY_BASE
-        print("\n".join(open_burst(int(rest[0]) if rest else 500, base=base)))
-    elif (
-        "--round4" in sys.argv
-    ):  # only part 4: python -m benchmarks.bench_sandbox_scale --round4 256
-        rest = [a for a in sys.argv[1:] if a.isdigit()]
-        print(round4_section(int(rest[0]) if rest else 256, quick="--quick" in sys.argv))
+def main(argv: list[str] | None = None) -> None:
+    """The command line: the whole benchmark, or one of its parts (see the module docstring)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.bench_sandbox_scale",
+        description="Code sessions at RL scale; with no part named, all four parts.",
+    )
+    part = ap.add_mutually_exclusive_group()
+    part.add_argument("--density", action="store_true", help="issue 34's density part alone")
+    part.add_argument("--opens", action="store_true", help="opening many sessions at once")
+    part.add_argument("--round4", action="store_true", help="issue 38's part alone")
+    ap.add_argument("n", nargs="?", type=int, help="sessions (default 1024, 500, 256)")
+    ap.add_argument("--base", default=DENSITY_BASE, help="commit to compare with")
+    ap.add_argument("--quick", action="store_true", help="one round, smaller loads")
+    ap.add_argument(
+        "--only", default="", help="density sides, comma-separated: zygote, no zygote, base"
+    )
+    args = ap.parse_args(argv)
+    if args.density:
+        only = tuple(x for x in args.only.split(",") if x)
+        print(density_section(args.n or 1024, 1 if args.quick else 2, args.base, only=only))
+    elif args.opens:
+        print("\n".join(open_burst(args.n or 500, base=args.base)))
+    elif args.round4:
+        print(round4_section(args.n or 256, quick=args.quick))
     else:
-        print(run(quick="--quick" in sys.argv))
+        print(run(quick=args.quick))
+
+
+if __name__ == "__main__":
+    main()
