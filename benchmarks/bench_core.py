@@ -33,6 +33,7 @@ import agentgym  # noqa: F401  (registers the envs)
 from agentgym import parsing
 from agentgym.parsing import parse_action, render_tool_call
 from benchmarks.basecommit import BASE_COMMIT, base_env
+from benchmarks.cli import exit_on_help
 from benchmarks.timing import interleaved, min_median, paired_delta
 
 ENV_ID = "agentgym/Sokoban-Small-v0"
@@ -434,4 +435,5 @@ def run(quick: bool = False) -> str:
 
 
 if __name__ == "__main__":
+    exit_on_help(__doc__, "python -m benchmarks.bench_core")
     print(run(quick=True))

@@ -25,6 +25,7 @@ from agentgym.simulators.household import World, generate_home, generate_task
 
 import agentgym  # noqa: F401  (registers the envs)
 from agentgym.parsing import parse_action
+from benchmarks.cli import exit_on_help
 from benchmarks.timing import interleaved, min_median
 
 HOUSEHOLD = "agentgym/Household-v0"
@@ -167,4 +168,5 @@ def run(quick: bool = False) -> str:
 
 
 if __name__ == "__main__":
+    exit_on_help(__doc__, "python -m benchmarks.bench_household")
     print(run(quick=True))

@@ -23,6 +23,7 @@ import gymnasium as gym
 
 import agentgym  # noqa: F401  (registers the envs)
 from agentgym.pools import EnvPool
+from benchmarks.cli import exit_on_help
 from benchmarks.timing import interleaved, min_median
 
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -192,6 +193,7 @@ def run(quick: bool = False) -> str:
 
 
 if __name__ == "__main__":
+    exit_on_help(__doc__, "python -m benchmarks.bench_pools")
     start = time.perf_counter()
     print(run(quick=True))
     print(f"took {time.perf_counter() - start:.0f} s")

@@ -24,6 +24,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from benchmarks.cli import exit_on_help
+
 ENV_ID = "agentgym/Sokoban-Tiny-v0"
 IO_DELAY_S = 0.02
 
@@ -411,4 +413,5 @@ def run_nodes(quick: bool = False) -> str:
 
 
 if __name__ == "__main__":
+    exit_on_help(__doc__, "python -m benchmarks.bench_ray")
     print(run(quick=True))

@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from benchmarks.bench_sandbox_scale import _memory_usage, leftovers
+from benchmarks.cli import exit_on_help
 from benchmarks.serve_clients import percentile
 
 ENV_ID = "agentgym/RepoFix-v0"
@@ -254,4 +255,5 @@ def run(quick: bool = False) -> str:
 
 
 if __name__ == "__main__":
+    exit_on_help(__doc__, "python -m benchmarks.bench_repo [--quick]")
     sys.stdout.write(run(quick="--quick" in sys.argv))

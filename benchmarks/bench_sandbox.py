@@ -24,6 +24,7 @@ from agentgym.simulators.sandbox import Limits, SandboxPool, active_layers
 from agentgym.simulators.sandbox.cgroups import live_cgroups
 
 from benchmarks.basecommit import BASE_COMMIT, alternate
+from benchmarks.cli import exit_on_help
 
 _PY = os.path.join(
     sys.base_prefix, "bin", f"python{sys.version_info.major}.{sys.version_info.minor}"
@@ -427,4 +428,5 @@ def _site() -> str:
 
 
 if __name__ == "__main__":
+    exit_on_help(__doc__, "python -m benchmarks.bench_sandbox")
     print(run(quick=True))

@@ -24,6 +24,7 @@ from agentgym.simulators.search import Encyclopedia, build_world, get_encycloped
 
 import agentgym  # noqa: F401  (registers the envs)
 from agentgym.parsing import render_tool_call
+from benchmarks.cli import exit_on_help
 from benchmarks.timing import interleaved, min_median
 
 SOKOBAN = "agentgym/Sokoban-Tiny-v0"
@@ -180,4 +181,5 @@ def run(quick: bool = False) -> str:
 
 
 if __name__ == "__main__":
+    exit_on_help(__doc__, "python -m benchmarks.bench_search")
     print(run(quick=True))

@@ -37,6 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.cli import exit_on_help
+
 BASE = "582008d"
 ENVS = {
     "sokoban": "agentgym/Sokoban-Tiny-v0",
@@ -443,4 +445,5 @@ def run(quick: bool = False) -> str:
 
 
 if __name__ == "__main__":
+    exit_on_help(__doc__, "python -m benchmarks.bench_serve_scale [--full]")
     print(run(quick="--full" not in sys.argv))

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.basecommit import BASE_COMMIT
+from benchmarks.cli import exit_on_help
 
 ENVS = (
     "agentgym/Sokoban-Tiny-v0",
@@ -267,6 +268,7 @@ def run(quick: bool = False) -> str:
 
 
 if __name__ == "__main__":
+    exit_on_help(__doc__, "python -m benchmarks.bench_server [--quick]")
     if len(sys.argv) == 3 and sys.argv[1] == "--serve":
         _serve(sys.argv[2])
     else:

@@ -33,6 +33,7 @@ import orjson
 import agentgym  # noqa: F401  (registers envs)
 import agentgym.trajectory as trj
 from agentgym.trajectory.images import encode_image
+from benchmarks.cli import exit_on_help
 from benchmarks.timing import interleaved, load, min_median
 
 WORDS = [
@@ -588,4 +589,5 @@ def run(quick: bool = False) -> str:
 
 
 if __name__ == "__main__":
+    exit_on_help(__doc__, "python -m benchmarks.bench_trajectory")
     print(run())

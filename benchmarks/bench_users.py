@@ -30,6 +30,7 @@ from agentgym.wrappers.seats import SeatAsEnv
 
 import agentgym
 from agentgym.parsing import parse_action
+from benchmarks.cli import exit_on_help
 
 ENV_IDS = (
     "agentgym/UserTravel-v0",
@@ -253,4 +254,5 @@ def run(quick: bool = False) -> str:
 
 
 if __name__ == "__main__":
+    exit_on_help(__doc__, "python -m benchmarks.bench_users")
     print(run(quick=True))

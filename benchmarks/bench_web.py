@@ -40,6 +40,7 @@ from agentgym.simulators.browser.site import Request, Response, Site, page
 
 import agentgym  # noqa: F401  (registers the envs)
 from agentgym.parsing import render_tool_call
+from benchmarks.cli import exit_on_help
 
 BGYM_PYTHON = os.environ.get("AGENTGYM_BGYM_PYTHON", "/tmp/bgym-venv/bin/python")
 PEER_SCRIPT = Path(__file__).with_name("bgym_peer.py")
@@ -449,4 +450,5 @@ def run(quick: bool = False) -> str:
 
 
 if __name__ == "__main__":
+    exit_on_help(__doc__, "python -m benchmarks.bench_web [--quick]")
     sys.stdout.write(run(quick="--quick" in sys.argv))
