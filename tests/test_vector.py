@@ -250,3 +250,34 @@ def test_a_reset_cut_short_by_a_restart_fails_and_leaves_the_new_worker_alone(tm
         ((_, info),) = pool.reset([0], seeds=[5])
         assert info["task_id"] == make_tiny().reset(seed=5)[1]["task_id"]
         assert pool.restarts == 1
+
+
+class PoolLike:
+    """What a pool-like (a RayEnvPool) offers the rollout engine: no ``step_one``."""
+
+    def __init__(self, pool: EnvPool):
+        self.pool, self.num_envs = pool, pool.num_envs
+
+    def reset(self, *args, **kwargs):
+        return self.pool.reset(*args, **kwargs)
+
+    def step(self, actions):
+        return self.pool.step(actions)
+
+    def call(self, *args, **kwargs):
+        return self.pool.call(*args, **kwargs)
+
+
+def test_a_pool_without_step_one_plays_the_same_episodes():
+    from agentgym.agents.scripted import RandomPolicy
+    from agentgym.rollout import RolloutConfig, RolloutEngine
+
+    def played(wrap) -> list[list[str]]:
+        with EnvPool([make_tiny] * 2) as pool:
+            source = PoolEnvSource(wrap(pool))
+            config = RolloutConfig.whole_run(2, group_size=1)
+            collection = RolloutEngine(source, RandomPolicy(3), range(4), config).run_to_end(4)
+        return [[s.generation.text for s in ep.steps] for ep in collection.episodes]
+
+    assert not hasattr(PoolLike, "step_one")
+    assert played(PoolLike) == played(lambda pool: pool)
