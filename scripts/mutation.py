@@ -799,6 +799,11 @@ TARGETS: tuple[Target, ...] = (
 #: Survivors that no test can kill because the mutant behaves exactly like the original.
 #: id -> why. The report prints these under "equivalent".
 EQUIVALENT: dict[str, str] = {
+    "branch-slots:_PoolSlot.step:guard:+1.8": (
+        "a fast path only: without it every step goes through pool.step({index: action}), "
+        "which runs the same _safe_step on the same env (tests/test_vector.py checks the "
+        "two give the same result on every backend)"
+    ),
     "lockstep:LockstepBatches.flush_if_all_asked:guard:+6.8": (
         "a fast path: with fewer requests than running episodes, some episode is not waiting, "
         "so the all(...) check below returns too; and the engine never flushes with nothing "
