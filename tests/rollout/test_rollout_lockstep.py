@@ -290,3 +290,52 @@ def test_requests_kept_across_two_calls_on_one_loop_are_asked_once_and_answered_
     # the second call paused the episode
     kept = sum(ep.pending is not None and ep.pending[0].done() for ep in engine.carried)
     assert len(asked_for) == len(steps) + kept
+
+
+def test_a_turn_answered_after_its_call_was_cancelled_is_taken_by_the_next_call_on_the_loop() -> (
+    None
+):
+    """The collect call is cancelled while its turn is with the policy; the answer comes
+    while the episodes are paused, and the next call on the same loop takes it as it is:
+    the policy is not asked for that turn again, and every episode ends."""
+    gate, entered = threading.Event(), threading.Event()
+
+    class Gated(BatchLog):
+        def act(self, inputs: Sequence[PolicyInput]) -> list[Generation]:
+            if len(self.batches) == 2:  # the third turn waits until the test lets it go
+                entered.set()
+                assert gate.wait(60)
+            return super().act(inputs)
+
+    policy = Gated()
+    config = RolloutConfig(group_size=1, max_in_flight=3, partial=False, lockstep=True)
+    engine = RolloutEngine(LocalEnvSource(SOKOBAN), policy, range(6), config)
+
+    async def cancel_then_go_on() -> tuple[Any, list[bool]]:
+        call = asyncio.ensure_future(engine.collect(6))
+        deadline = time.monotonic() + 60
+        while not entered.is_set():
+            assert time.monotonic() < deadline, "the third turn never started"
+            await asyncio.sleep(0.01)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        gate.set()
+        requests = [ep.pending[0] for ep in engine.carried if ep.pending is not None]
+        while not all(r.done() for r in requests):
+            assert time.monotonic() < deadline, "the turn's answer never came"
+            await asyncio.sleep(0.01)
+        answered = [not r.cancelled() for r in requests]
+        return await engine.collect(6), answered
+
+    try:
+        collection, answered = asyncio.run(cancel_then_go_on())
+    finally:
+        gate.set()
+        engine.close()
+    assert answered == [True] * 3  # the turn's requests outlived the cancelled call
+    assert collection.summary.resumed_requests == 3
+    assert sorted(g.seed for g in collection.groups) == list(range(6))
+    assert all(g.members[0].status == "done" for g in collection.groups)
+    asked = sum(len(batch) for batch in policy.batches)
+    assert asked == sum(len(g.members[0].steps) for g in collection.groups)  # none twice

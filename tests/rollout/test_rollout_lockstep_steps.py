@@ -444,3 +444,35 @@ def test_close_ends_the_lockstep_env_threads() -> None:
         thread.join(DEADLINE_S)
         assert not thread.is_alive(), "a lockstep env thread outlived engine.close()"
     assert audit.made == audit.closed
+
+
+def test_a_closed_pool_fails_the_unstarted_calls_and_leaves_the_running_one_its_outcome() -> None:
+    """The workers close while a turn runs: the helper that would have taken the second
+    call cannot start, so that call fails with the cause; the first call, still running,
+    keeps its own outcome (the batch is not answered before it returns)."""
+    started, release = threading.Event(), threading.Event()
+
+    def first() -> str:
+        started.set()
+        assert release.wait(DEADLINE_S)
+        return "first"
+
+    async def turn() -> list[Any]:
+        calls = TurnEnvCalls(3600.0, threads=4, recruit_after_s=3600.0)
+        futures = [calls.call(first), calls.call(abs, -2)]
+        batch = calls._queued
+        assert batch is not None
+        loop = asyncio.get_running_loop()
+        assert await loop.run_in_executor(None, started.wait, DEADLINE_S)
+        calls.close()
+        batch._recruit()  # what the recruit timer does: a helper for the unstarted call
+        await asyncio.sleep(0)  # an answer sent early would arrive now
+        release.set()
+        return await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), DEADLINE_S)
+
+    try:
+        outcomes = asyncio.run(turn())
+    finally:
+        release.set()
+    assert outcomes[0] == "first"
+    assert isinstance(outcomes[1], RuntimeError) and "closed" in str(outcomes[1])
