@@ -799,12 +799,6 @@ TARGETS: tuple[Target, ...] = (
 #: Survivors that no test can kill because the mutant behaves exactly like the original.
 #: id -> why. The report prints these under "equivalent".
 EQUIVALENT: dict[str, str] = {
-    "lockstep:LockstepBatches._send:andor:+16.23": (
-        "every request of a sent batch has a waiter in the map (its episode's task registers "
-        "one in the step that asks, and a request answered early is its own waiter and never "
-        "sent again), so `answered` is never None and the mutated test reads as the original"
-    ),
-    "lockstep:LockstepBatches._send:andor:+21.19": "as +16.23, on the path of a policy error",
     "branch-slots:_PoolSlot.step:guard:+1.8": (
         "a fast path only: without it every step goes through pool.step({index: action}), "
         "which runs the same _safe_step on the same env (tests/test_vector.py checks the "

@@ -292,12 +292,14 @@ def test_requests_kept_across_two_calls_on_one_loop_are_asked_once_and_answered_
     assert len(asked_for) == len(steps) + kept
 
 
-def test_a_turn_answered_after_its_call_was_cancelled_is_taken_by_the_next_call_on_the_loop() -> (
-    None
-):
-    """The collect call is cancelled while its turn is with the policy; the answer comes
-    while the episodes are paused, and the next call on the same loop takes it as it is:
-    the policy is not asked for that turn again, and every episode ends."""
+@pytest.mark.parametrize("policy_fails", [False, True])
+def test_a_turn_answered_after_its_call_was_cancelled_is_taken_by_the_next_call_on_the_loop(
+    policy_fails: bool,
+) -> None:
+    """The collect call is cancelled while its turn is with the policy; the answer (or the
+    policy's error) comes while the episodes are paused, reaches every request of the turn,
+    and the next call on the same loop takes it as it is: the policy is not asked for that
+    turn again, and every episode ends (or the call raises the policy's error)."""
     gate, entered = threading.Event(), threading.Event()
 
     class Gated(BatchLog):
@@ -305,13 +307,15 @@ def test_a_turn_answered_after_its_call_was_cancelled_is_taken_by_the_next_call_
             if len(self.batches) == 2:  # the third turn waits until the test lets it go
                 entered.set()
                 assert gate.wait(60)
+                if policy_fails:
+                    raise RuntimeError("policy down at the third turn")
             return super().act(inputs)
 
     policy = Gated()
     config = RolloutConfig(group_size=1, max_in_flight=3, partial=False, lockstep=True)
     engine = RolloutEngine(LocalEnvSource(SOKOBAN), policy, range(6), config)
 
-    async def cancel_then_go_on() -> tuple[Any, list[bool]]:
+    async def cancel_then_go_on() -> tuple[Any, list[asyncio.Future[Generation]]]:
         call = asyncio.ensure_future(engine.collect(6))
         deadline = time.monotonic() + 60
         while not entered.is_set():
@@ -323,17 +327,23 @@ def test_a_turn_answered_after_its_call_was_cancelled_is_taken_by_the_next_call_
         gate.set()
         requests = [ep.pending[0] for ep in engine.carried if ep.pending is not None]
         while not all(r.done() for r in requests):
-            assert time.monotonic() < deadline, "the turn's answer never came"
+            assert time.monotonic() < deadline, "the turn's answer never came to every request"
             await asyncio.sleep(0.01)
-        answered = [not r.cancelled() for r in requests]
-        return await engine.collect(6), answered
+        if policy_fails:
+            with pytest.raises(Exception, match="policy down at the third turn"):
+                await engine.collect(6)
+            return None, requests
+        return await engine.collect(6), requests
 
     try:
-        collection, answered = asyncio.run(cancel_then_go_on())
+        collection, requests = asyncio.run(cancel_then_go_on())
     finally:
         gate.set()
         engine.close()
-    assert answered == [True] * 3  # the turn's requests outlived the cancelled call
+    assert len(requests) == 3 and not any(r.cancelled() for r in requests)  # they outlived
+    if policy_fails:  # the cancelled call
+        assert all(isinstance(r.exception(), RuntimeError) for r in requests)
+        return
     assert collection.summary.resumed_requests == 3
     assert sorted(g.seed for g in collection.groups) == list(range(6))
     assert all(g.members[0].status == "done" for g in collection.groups)
