@@ -195,3 +195,26 @@ def _pool_uid_pids(pool: SandboxPool) -> dict[int, list[int]]:
             if w.uid_base <= uid < w.uid_base + w.n_uids:
                 found.setdefault(uid, []).append(int(name))
     return found
+
+
+@pytest.mark.parametrize(
+    ("peak_below_limit", "cause"),
+    [(0, "own"), (1 << 20, "own"), ((1 << 20) + 4096, "worker"), (64 << 20, "worker")],
+)
+def test_an_oom_kill_is_the_cgroups_own_when_its_peak_came_within_a_mib_of_its_limit(
+    tmp_path, peak_below_limit: int, cause: str
+) -> None:
+    """The cgroup v1 memory files as the kernel writes them: a peak within 1 MiB of the
+    limit (the boundary included) blames the session's own quota, a lower one the worker
+    as a whole; no OOM kill, no cause."""
+    from agentgym.simulators.sandbox._jail import _oom_cause
+
+    limit = 256 << 20
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    (memory / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 1\n")
+    (memory / "memory.max_usage_in_bytes").write_text(f"{limit - peak_below_limit}\n")
+    (memory / "memory.limit_in_bytes").write_text(f"{limit}\n")
+    assert _oom_cause([str(tmp_path / "missing"), str(memory)]) == cause
+    (memory / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 0\n")
+    assert _oom_cause([str(memory)]) is None
