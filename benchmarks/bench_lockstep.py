@@ -105,7 +105,7 @@ def _reading(ratios: list[tuple[float, float]]) -> str:
         "thread; the engine runs each episode as an asyncio task (a policy future, a task "
         "switch, the chat and step records, the fault bookkeeping per step), and hands each "
         "turn's env calls to its worker threads together under one timer. That fixed cost "
-        "is tens of microseconds per step; against a learned policy's step (the word "
+        "is about ten microseconds per step; against a learned policy's step (the word "
         "policy's RL runs in the learning section cost tens of milliseconds of CPU per env "
         "step) it is under 0.1%, but with a scripted policy over the cheapest envs (demos, "
         "``agentgym run --policy random``) it shows. History of this figure: 2.0x-3.0x when "
