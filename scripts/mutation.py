@@ -607,6 +607,19 @@ TARGETS: tuple[Target, ...] = (
         timeout_s=60.0,  # a mutant that never sends a turn waits forever
     ),
     Target(
+        "lockstep-steps",
+        "agentgym/rollout/driver.py",
+        ("EpisodeDriver._turn", "EpisodeDriver._step_answered", "_step_with"),
+        (
+            "tests/rollout/test_rollout_lockstep.py",
+            "tests/rollout/test_rollout_faults.py",
+            "tests/rollout/test_play_pinned.py",
+            "tests/rl/test_rl_rollouts_pinned.py",
+        ),
+        limit=30,
+        timeout_s=150.0,
+    ),
+    Target(
         "branch-starts",
         "agentgym/rollout/driver.py",
         ("EpisodeDriver._begin", "EpisodeDriver._keep_branch_point", "EpisodeDriver._report_end"),

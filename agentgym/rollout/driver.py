@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from agentgym.agents.base import Generation, PolicyInput
 from agentgym.pools import StepResult
@@ -101,6 +101,8 @@ class EpisodeDriver:
         self.callbacks = callbacks
         self.executor = executor
         self.lockstep = lockstep
+        if lockstep is not None:
+            lockstep.step_when_answered = self._step_answered
 
     async def drive(self, call: CallState, ep: Episode) -> None:
         """Run ``ep`` until it ends or the call stops it (see the module docstring)."""
@@ -206,27 +208,41 @@ class EpisodeDriver:
             raise
 
     async def _turn(self, call: CallState, ep: Episode) -> bool:
-        """One policy request and one env step; True when the episode ended."""
+        """One policy request and one env step; True when the episode ended.
+
+        In lockstep mode the answer usually comes with the env step already taken: the
+        turn's sender starts it the moment the policy answers (:meth:`_step_answered`),
+        so the task wakes once per step. Its phase is then ``step`` and a failure is the
+        env's."""
         ep.phase = "policy"
         request, version, asked_in = self._request(call, ep)
         t0 = time.perf_counter()
+        answered_at = 0.0
         try:  # a cancelled task leaves its request in flight (kept for the next call)
             if self.lockstep is None:
-                gen = await asyncio.shield(request)
+                answer = await asyncio.shield(request)
             else:
-                gen = await self.lockstep.waiter(request)
+                answer = await self.lockstep.waiter(request)
+                if type(answer) is Stepped:
+                    answered_at = answer.answered_at
         except Exception as exc:
+            if ep.phase == "step":  # the env step sent along with the answer failed
+                raise self._failure(exc) from exc
             ep.pending = None
             if caller_mistake(exc) or self.lockstep is not None:
                 raise  # not infrastructure: a refused request, or a local policy's error
             raise InfraFailure("policy_error", f"{type(exc).__name__}: {exc}") from exc
         finally:
-            t1 = time.perf_counter()
+            t1 = answered_at or time.perf_counter()
             call.summary.policy_seconds += t1 - t0
         policy_s = t1 - t0
-        ep.pending = None
-        ep.phase = "step"
-        res = await self._env_call(ep.slot.step, gen.text)
+        if type(answer) is Stepped:
+            gen, res = answer.generation, answer.result
+        else:
+            gen = answer
+            ep.pending = None
+            ep.phase = "step"
+            res = await self._env_call(ep.slot.step, gen.text)
         env_s = time.perf_counter() - t1
         ep.phase = None
         call.summary.env_seconds += env_s
@@ -270,6 +286,20 @@ class EpisodeDriver:
         ep.info = merge_step_info(ep.info, res.info)
         return done
 
+    def _step_answered(self, ep: Episode, gen: Generation, waiter: asyncio.Future[Any]) -> None:
+        """Lockstep: the policy answered ``ep``, whose task still waits. Send its env step
+        now, with the rest of the turn's, into the task's ``waiter`` (a :class:`Stepped`
+        or the step's exception): the task wakes once, with both. From here the episode
+        is inside its env step, as if its task had sent it (a stop waits for it)."""
+        assert self.lockstep is not None and ep.slot is not None
+        ep.pending = None
+        ep.phase = "step"
+        config, step = self.config, ep.slot.step
+        now = time.perf_counter()
+        self.lockstep.env_call(
+            config.env_timeout_s, config.max_in_flight, _step_with, step, gen, now, into=waiter
+        )
+
     # ------------------------------------------------------------------ requests, env calls
 
     def _request(self, call: CallState, ep: Episode) -> tuple[asyncio.Future[Generation], int, int]:
@@ -303,8 +333,6 @@ class EpisodeDriver:
             return await self.lockstep.env_call(  # type: ignore[no-any-return]
                 config.env_timeout_s, config.max_in_flight, fn, *args
             )
-        except InfraFailure:
-            raise
         except Exception as exc:
             raise self._failure(exc) from exc
 
@@ -314,13 +342,12 @@ class EpisodeDriver:
         try:
             async with asyncio.timeout(self.config.env_timeout_s):  # cheaper than wait_for
                 return await asyncio.wrap_future(future)
-        except InfraFailure:
-            raise
         except Exception as exc:
             raise self._failure(exc) from exc
 
     def _failure(self, exc: Exception) -> InfraFailure:
-        """What an env call's exception means: a timeout or the env's own error."""
+        """What an env call's exception means: a timeout or the env's own error (env
+        calls never raise an InfraFailure themselves: only this driver makes one)."""
         if isinstance(exc, TimeoutError):
             return InfraFailure("env_timeout", f"no answer within {self.config.env_timeout_s} s")
         return InfraFailure.env_error(exc)
@@ -370,6 +397,20 @@ class EpisodeDriver:
             )
             notify(call, callbacks.on_end, ep.traj_id, summary)
         notify(call, callbacks.on_episode, ep)
+
+
+class Stepped(NamedTuple):
+    """A lockstep answer whose env step went out with it (:meth:`EpisodeDriver._step_answered`)."""
+
+    generation: Generation
+    answered_at: float
+    """``time.perf_counter()`` when the policy's answer came back."""
+    result: StepResult
+
+
+def _step_with(step: Callable[[str], StepResult], gen: Generation, answered_at: float) -> Stepped:
+    """Step the env with ``gen`` (in an env thread): the answer and the step's result."""
+    return Stepped(gen, answered_at, step(gen.text))
 
 
 def notify(call: CallState, fn: Callable[..., Any] | None, *args: Any) -> None:

@@ -20,7 +20,10 @@ answered at once when the last one returns, under ONE timer of ``env_timeout_s``
 lot. A call that raised gets its own exception; when the timer fires first, only the calls
 that had not returned yet time out (their attempts fail and are played again, the others go
 on). This costs one hand-off and one event-loop wake-up per turn instead of one per episode,
-as the synchronous loops this mode replaced did. Calls that keep the CPU busy (an in-process
+as the synchronous loops this mode replaced did. The steps of a turn go out from the
+answer itself: when the policy's batch comes back, each episode whose task still waits
+has its env step queued at once (``step_when_answered``, set by the episode driver), and
+its task wakes once, with the answer and the step's outcome together. Calls that keep the CPU busy (an in-process
 grid or household step: tens of microseconds of Python) run one after another on ONE thread,
 where a thread each would only add wake-ups and contention for the GIL; helpers join when
 the turn is not done after ``recruit_after_s`` (a slow or hung call never holds back the
@@ -96,6 +99,12 @@ class LockstepBatches:
         """Size of every batch sent to the policy, in order."""
         self.env_calls: TurnEnvCalls | None = None
         """The turns' env calls (:meth:`env_call`), once there was one."""
+        self.step_when_answered: (
+            Callable[[Episode, Generation, asyncio.Future[Any]], None] | None
+        ) = None
+        """Set by the episode driver: called with an episode whose task still waits for
+        its answer, the answer and that waiter; it starts the episode's env step, whose
+        outcome settles the waiter (one wake-up per step instead of two)."""
 
     def act(self, ep: Episode, item: PolicyInput) -> asyncio.Future[Generation]:
         """``ep``'s request for this turn: a future answered when the whole turn's batch
@@ -118,16 +127,22 @@ class LockstepBatches:
         return waiter
 
     def env_call(
-        self, timeout_s: float, lanes: int, fn: Callable[..., Any], *args: Any
+        self,
+        timeout_s: float,
+        lanes: int,
+        fn: Callable[..., Any],
+        *args: Any,
+        into: asyncio.Future[Any] | None = None,
     ) -> asyncio.Future[Any]:
         """An episode's env call (reset, step), sent with the others of its turn on at
-        most ``lanes`` + :data:`SPARE_THREADS` threads; see :class:`TurnEnvCalls`."""
+        most ``lanes`` + :data:`SPARE_THREADS` threads; see :class:`TurnEnvCalls`. Its
+        outcome settles ``into`` when given (an episode's waiter), else a new future."""
         calls = self.env_calls
         if calls is None or calls.timeout_s != timeout_s:
             if calls is not None:
                 calls.close()
             calls = self.env_calls = TurnEnvCalls(timeout_s, lanes + SPARE_THREADS)
-        return calls.call(fn, *args)
+        return calls.call(fn, *args, into=into)
 
     def _waiting(self, ep: Episode, loop: asyncio.AbstractEventLoop) -> bool:
         entry = self._asked.get(ep)
@@ -193,10 +208,17 @@ class LockstepBatches:
                     if answered is not None and not answered.done():
                         answered.set_exception(exc)
             return
-        for (_, _, future), gen in zip(batch, gens):
-            for answered in (future, self._waiters.pop(future, None)):
-                if answered is not None and not answered.done():
-                    answered.set_result(gen)
+        step = self.step_when_answered
+        for (ep, _, future), gen in zip(batch, gens):
+            waiter = self._waiters.pop(future, None)
+            if not future.done():
+                future.set_result(gen)
+            if waiter is None or waiter.done():  # its task stopped waiting: kept for later
+                continue
+            if step is None:
+                waiter.set_result(gen)
+            else:  # the env step goes out now, and its outcome wakes the task once
+                step(ep, gen, waiter)
 
     def close(self) -> None:
         self._thread.shutdown(wait=False)
@@ -233,16 +255,19 @@ class TurnEnvCalls:
         self.fan_out = False
         """Whether the next batch starts a thread per call (its predecessor's calls waited)."""
 
-    def call(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+    def call(
+        self, fn: Callable[..., Any], *args: Any, into: asyncio.Future[Any] | None = None
+    ) -> asyncio.Future[Any]:
         """``fn(*args)`` in a worker thread, with the calls queued alongside it; its
-        future holds the result, the exception it raised, or a ``TimeoutError`` when it
-        had not returned ``timeout_s`` after its batch went out."""
+        future (``into``, or a new one) holds the result, the exception it raised, or a
+        ``TimeoutError`` when it had not returned ``timeout_s`` after its batch went out.
+        A future done before its batch goes out (cancelled) skips the call."""
         loop = asyncio.get_running_loop()
         batch = self._queued
         if batch is None or batch.loop is not loop:
             batch = self._queued = _Batch(loop, self.timeout_s, self._learn)
             loop.call_soon(self._send, batch)
-        return batch.add(fn, args)
+        return batch.add(fn, args, into)
 
     def _send(self, batch: _Batch) -> None:
         if self._queued is batch:
@@ -330,8 +355,11 @@ class _Batch:
         self._timer: asyncio.TimerHandle | None = None
         self._recruiter: asyncio.TimerHandle | None = None
 
-    def add(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> asyncio.Future[Any]:
-        future: asyncio.Future[Any] = self.loop.create_future()
+    def add(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], future: asyncio.Future[Any] | None
+    ) -> asyncio.Future[Any]:
+        if future is None:
+            future = self.loop.create_future()
         self.calls.append((fn, args, future))
         return future
 

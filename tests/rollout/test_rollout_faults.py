@@ -80,6 +80,45 @@ async def until(condition: Any, what: str) -> None:
         await asyncio.sleep(0.01)
 
 
+def hang_once_on_seed_1() -> EnvFaults:
+    """Faults under which the first step of seed 1's first attempt hangs (until released)."""
+    hung: set[int] = set()
+
+    def rule(seed: int | None, turn: int) -> str | None:
+        if seed == 1 and turn == 1 and not hung:
+            hung.add(1)
+            return "hang"
+        return None
+
+    return EnvFaults(rule)
+
+
+async def cut_short_then_collect(
+    engine: RolloutEngine,
+    collecting: asyncio.Task[Any],
+    faults: EnvFaults,
+    *gates: threading.Event,
+) -> Any:
+    """The second cancel of a stopping call (which cuts its env calls short), then the
+    hung env call and ``gates`` released, then the next call's collection."""
+    collecting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await collecting
+    faults.release.set()  # the env call ends after its episode gave it up
+    for gate in gates:
+        gate.set()
+    return await engine.collect(2)
+
+
+def run_releasing(main: Any, engine: RolloutEngine, faults: EnvFaults) -> Any:
+    """``asyncio.run(main)``; then, whatever happened, no hung env call and no engine left."""
+    try:
+        return asyncio.run(main)
+    finally:
+        faults.release.set()
+        engine.close()
+
+
 def seeds_of(groups: list[Group]) -> list[int]:
     return sorted(g.seed for g in groups)
 
@@ -124,15 +163,7 @@ def test_a_second_cancel_cuts_the_env_call_short_and_that_attempt_is_played_agai
     seeds, k = [0, 1], 2
     tasks = task_ids(seeds)
     audit = EnvAudit()
-    hung: set[int] = set()
-
-    def hang_once_on_seed_1(seed: int | None, turn: int) -> str | None:
-        if seed == 1 and turn == 1 and not hung:
-            hung.add(1)
-            return "hang"
-        return None
-
-    faults = EnvFaults(hang_once_on_seed_1)
+    faults = hang_once_on_seed_1()
     policy = GatedPolicy({tasks[1]} - {tasks[0]})  # the other member waits for its model
     engine = RolloutEngine(
         guarded_source(audit, faults),
@@ -148,18 +179,9 @@ def test_a_second_cancel_cuts_the_env_call_short_and_that_attempt_is_played_agai
         collecting.cancel()  # soft stop: waits for the hung step...
         other = next(ep for ep in engine.carried if ep.seed == 1 and ep.phase == "policy")
         await until(lambda: other.status == "paused", "the stop has begun")
-        collecting.cancel()  # ...until a second cancel cuts it short
-        with pytest.raises(asyncio.CancelledError):
-            await collecting
-        faults.release.set()  # the env call ends after its episode gave it up
-        policy.gate.set()
-        return await engine.collect(2)
+        return await cut_short_then_collect(engine, collecting, faults, policy.gate)
 
-    try:
-        collection = asyncio.run(cancel_twice_then_collect())
-    finally:
-        faults.release.set()
-        engine.close()
+    collection = run_releasing(cancel_twice_then_collect(), engine, faults)
     assert collection.summary.causes == {"interrupted": 1} and collection.summary.retries == 1
     group = next(g for g in collection.groups if g.seed == 1)
     (cut,) = group.retired
@@ -167,6 +189,42 @@ def test_a_second_cancel_cuts_the_env_call_short_and_that_attempt_is_played_agai
     assert group.usable and collection.summary.usable_groups == 2  # no retry was used up
     assert audit.violations == []
     assert engine_results(collection.groups) == lockstep(SOKOBAN, ScriptedChatPolicy(), seeds, k)
+    assert audit.closed == audit.made  # the interrupted env was retired and closed
+
+
+def test_in_lockstep_a_stop_waits_for_the_steps_sent_with_the_answer_and_a_second_cancel_cuts_them() -> (
+    None
+):
+    """Lockstep sends a turn's env steps the moment the policy answers, before any
+    episode's task runs again: a soft stop finds those episodes inside their steps and
+    waits for them (it pauses only episodes waiting for the policy); a second cancel
+    interrupts the turn (its batch is answered as a whole), and both attempts are played
+    again in full by the next call."""
+    seeds = [0, 1]
+    audit = EnvAudit()
+    faults = hang_once_on_seed_1()
+    config = RolloutConfig(group_size=1, max_in_flight=2, partial=False, lockstep=True)
+    engine = RolloutEngine(guarded_source(audit, faults), ScriptedChatPolicy(), seeds, config)
+
+    async def cancel_twice_then_collect() -> Any:
+        collecting = asyncio.create_task(engine.collect(2))
+        await asyncio.to_thread(faults.entered.wait, DEADLINE_S)
+        running = sorted(engine.carried, key=lambda ep: ep.seed)
+        # both answers were taken and both steps sent (the turn is answered as a whole)
+        assert [(ep.phase, ep.pending) for ep in running] == [("step", None)] * 2
+        collecting.cancel()  # soft stop: the turn's steps are waited for...
+        for _ in range(20):  # the stop cancels what waits for the policy in its first pass
+            await asyncio.sleep(0)
+        assert not collecting.done() and [ep.phase for ep in running] == ["step"] * 2
+        return await cut_short_then_collect(engine, collecting, faults)
+
+    collection = run_releasing(cancel_twice_then_collect(), engine, faults)
+    assert collection.summary.causes == {"interrupted": 2} and collection.summary.retries == 2
+    for group in collection.groups:
+        (cut,) = group.retired
+        assert cut.status == "infra_failure" and cut.cause.startswith("interrupted: ")
+    assert audit.violations == []
+    assert engine_results(collection.groups) == lockstep(SOKOBAN, ScriptedChatPolicy(), seeds, 1)
     assert audit.closed == audit.made  # the interrupted env was retired and closed
 
 

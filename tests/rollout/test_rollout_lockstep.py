@@ -349,3 +349,38 @@ def test_a_turn_answered_after_its_call_was_cancelled_is_taken_by_the_next_call_
     assert all(g.members[0].status == "done" for g in collection.groups)
     asked = sum(len(batch) for batch in policy.batches)
     assert asked == sum(len(g.members[0].steps) for g in collection.groups)  # none twice
+
+
+class SlowSteps(gym.Wrapper):
+    """Each step takes ``step_s`` of wall time (the reset is instant)."""
+
+    def __init__(self, env: gym.Env, step_s: float):
+        super().__init__(env)
+        self.step_s = step_s
+
+    def step(self, action: Any) -> Any:
+        time.sleep(self.step_s)
+        return self.env.step(action)
+
+
+def test_a_steps_time_is_the_envs_and_its_answers_wait_the_policys() -> None:
+    """Lockstep sends each step with its answer; the step's ``env_ms`` is the env's time
+    (here a one-second step) and ``policy_ms`` only the wait for the answer (an instant
+    policy), in the events and in the call's totals alike."""
+    step_s = 1.0
+    events: list[Any] = []
+    config = RolloutConfig(group_size=1, max_in_flight=2, partial=False, lockstep=True)
+    source = LocalEnvSource(
+        SOKOBAN, factory=lambda: SlowSteps(gym.make(SOKOBAN, max_turns=2), step_s)
+    )
+    callbacks = EpisodeCallbacks(on_step=events.append)
+    engine = RolloutEngine(source, RandomPolicy(0), range(2), config, callbacks)
+    try:
+        collection = engine.collect_sync(2)
+    finally:
+        engine.close()
+    assert len(events) == collection.summary.env_steps == 4
+    assert all(e.env_ms >= step_s * 1e3 for e in events)
+    assert all(e.policy_ms < step_s * 1e3 for e in events)  # no step's time counted twice
+    summary = collection.summary
+    assert summary.env_seconds >= 4 * step_s and summary.policy_seconds < 4 * step_s

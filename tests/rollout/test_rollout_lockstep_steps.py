@@ -31,6 +31,21 @@ TIMEOUT_S = 3.0
 enough to keep the tests quick."""
 
 
+class Gate:
+    """An env call that blocks until released: ``entered`` is set once it runs, and it
+    returns ``value`` once ``release`` is set (a test sets it in a ``finally`` as well, so
+    a failing test never leaves a thread waiting)."""
+
+    def __init__(self, value: Any):
+        self.value = value
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def __call__(self) -> Any:
+        self.entered.set()
+        assert self.release.wait(DEADLINE_S)
+        return self.value
+
+
 def test_a_batch_answers_each_call_with_its_own_outcome_and_times_out_only_the_unreturned() -> None:
     returned = threading.Event()
     release = threading.Event()
@@ -120,20 +135,15 @@ def test_a_turn_of_two_calls_gets_a_helper_when_its_first_call_hangs() -> None:
 def test_an_episode_cancelled_while_its_batch_is_out_leaves_the_others_their_outcomes() -> None:
     """A hard cancel lands while the batch is out: that episode's future is cancelled,
     and the rest of the batch is still answered when its last call returns."""
-    entered, release = threading.Event(), threading.Event()
-
-    def slow() -> str:
-        entered.set()
-        assert release.wait(DEADLINE_S)
-        return "stepped"
+    slow = Gate("stepped")
 
     async def cancel_one() -> list[Any]:
         calls = TurnEnvCalls(3600.0, threads=4)
         try:
             futures = [calls.call(slow), calls.call(abs, -3), calls.call(slow)]
-            await asyncio.to_thread(entered.wait, DEADLINE_S)
+            await asyncio.to_thread(slow.entered.wait, DEADLINE_S)
             futures[0].cancel()
-            release.set()
+            slow.release.set()
             await asyncio.wait_for(asyncio.wait(futures[1:]), DEADLINE_S)
             return [f.cancelled() or f.result() for f in futures]
         finally:
@@ -142,7 +152,7 @@ def test_an_episode_cancelled_while_its_batch_is_out_leaves_the_others_their_out
     try:
         assert asyncio.run(cancel_one()) == [True, 3, "stepped"]
     finally:
-        release.set()
+        slow.release.set()
 
 
 def test_a_batch_is_answered_when_its_last_call_returns_not_at_its_timer() -> None:
@@ -313,13 +323,7 @@ def test_a_call_that_returns_after_its_event_loop_closed_leaves_its_thread_servi
     returns: the thread drops the answer quietly and serves the next loop's calls."""
     crashes: list[Any] = []
     monkeypatch.setattr(threading, "excepthook", crashes.append)
-    entered, release = threading.Event(), threading.Event()
-
-    def stuck() -> str:
-        entered.set()
-        assert release.wait(DEADLINE_S)
-        return "late"
-
+    stuck = Gate("late")
     calls = TurnEnvCalls(DEADLINE_S, threads=1)
     try:
         lost = asyncio.new_event_loop()
@@ -327,19 +331,19 @@ def test_a_call_that_returns_after_its_event_loop_closed_leaves_its_thread_servi
 
             async def start() -> None:
                 calls.call(stuck)
-                await asyncio.to_thread(entered.wait, DEADLINE_S)
+                await asyncio.to_thread(stuck.entered.wait, DEADLINE_S)
 
             lost.run_until_complete(start())
         finally:
             lost.close()
-        release.set()  # the answer goes to a closed loop
+        stuck.release.set()  # the answer goes to a closed loop
 
         async def next_turn() -> list[int]:
             return list(await asyncio.gather(*(calls.call(abs, -k) for k in range(3))))
 
         assert asyncio.run(next_turn()) == [0, 1, 2]  # the one thread still serves
     finally:
-        release.set()
+        stuck.release.set()
         calls.close()
     assert crashes == [] and calls.workers.threads == 1
 
@@ -450,12 +454,7 @@ def test_a_closed_pool_fails_the_unstarted_calls_and_leaves_the_running_one_its_
     """The workers close while a turn runs: the helper that would have taken the second
     call cannot start, so that call fails with the cause; the first call, still running,
     keeps its own outcome (the batch is not answered before it returns)."""
-    started, release = threading.Event(), threading.Event()
-
-    def first() -> str:
-        started.set()
-        assert release.wait(DEADLINE_S)
-        return "first"
+    first = Gate("first")
 
     async def turn() -> list[Any]:
         calls = TurnEnvCalls(3600.0, threads=4, recruit_after_s=3600.0)
@@ -463,16 +462,16 @@ def test_a_closed_pool_fails_the_unstarted_calls_and_leaves_the_running_one_its_
         batch = calls._queued
         assert batch is not None
         loop = asyncio.get_running_loop()
-        assert await loop.run_in_executor(None, started.wait, DEADLINE_S)
+        assert await loop.run_in_executor(None, first.entered.wait, DEADLINE_S)
         calls.close()
         batch._recruit()  # what the recruit timer does: a helper for the unstarted call
         await asyncio.sleep(0)  # an answer sent early would arrive now
-        release.set()
+        first.release.set()
         return await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), DEADLINE_S)
 
     try:
         outcomes = asyncio.run(turn())
     finally:
-        release.set()
+        first.release.set()
     assert outcomes[0] == "first"
     assert isinstance(outcomes[1], RuntimeError) and "closed" in str(outcomes[1])
