@@ -62,6 +62,7 @@ from agentgym.algos.gigpo import GiGPOConfig, gigpo_rows
 from agentgym.algos.grpo import GRPOConfig, grpo_rows
 from agentgym.algos.heldout import heldout_eval
 from agentgym.algos.losses import PPOLossConfig, ppo_clip_loss
+from agentgym.algos.native_memory import release_freed_memory
 from agentgym.algos.rundir import (
     logged_iterations,
     prepare_run_dir,
@@ -541,6 +542,7 @@ class Trainer:
             ev = self.evaluate_heldout()
             row["test_success"] = ev["test_success"]
             row["test_success_greedy"] = ev["test_success_greedy"]
+        release_freed_memory()  # else a long run's heap grows by what each iteration freed
         return row
 
     def _sampling_state(self) -> dict[str, Any]:
