@@ -1031,6 +1031,8 @@ class Worker:
         """Forks the sessions (see :class:`Zygote`); None: the worker forks them itself."""
         self.spares: list[dict] = []
         """Run processes forked ahead of time, each in its own cgroups with its own uid."""
+        self.runs: dict[int, dict] = {}
+        """One-shot runs under way, by pid (ended with the host: :meth:`_shutdown`)."""
         self.stopping = False
 
     # ---- the event loop -----------------------------------------------------------------
@@ -1072,6 +1074,12 @@ class Worker:
         self.stopping = True  # no new spare from here on
         if self.zygote is not None:  # sessions still being forked are released, not opened
             self.zygote.fail()
+        self.waiting.clear()  # nobody is left to answer: nothing more starts
+        for pid, run in list(self.runs.items()):  # a run's children would outlive the
+            del self.runs[pid]  # worker, and the jail's init waits for every process
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+            self._release_uid(run["uid"], run["cg"], [run["workdir"]])
         for s in list(self.sessions.values()):
             self._drop_session(s)
         while self.spares:
@@ -1088,7 +1096,10 @@ class Worker:
         def reply(obj: dict) -> None:
             if not sent:
                 sent.append(True)
-                write_frame(self.wfd, {**obj, "id": req.get("id")})
+                try:
+                    write_frame(self.wfd, {**obj, "id": req.get("id")})
+                except BrokenPipeError:  # the host is gone (its end is closed): the
+                    self.stopping = True  # read side sees EOF next and shuts down
 
         op = getattr(self, "op_" + str(req.get("op")), None)
         try:
@@ -1569,6 +1580,7 @@ class Worker:
             self._admit(req, reply, self._start_exec, False, timeout)
             return
         pid, cg = run["pid"], run["cg"]
+        self.runs[pid] = run
         self._busy(+1)
 
         def done(got: dict) -> None:
@@ -1587,6 +1599,7 @@ class Worker:
                 reaped(got)
 
         def reaped(got: dict) -> None:
+            self.runs.pop(pid, None)
             status = got["status"]
             wstatus = _waitpid(pid)  # (it has exited: this returns at once)
             for fd in (run["out"], run["err"], run["res"], run["pidfd"]):

@@ -94,27 +94,61 @@ def test_layers_are_reported() -> None:
         assert found["uid"].active
 
 
-def test_workers_exit_when_their_owner_dies(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """A host process killed without cleanup leaves no running worker behind."""
+_OWNER = """
+import json, os, threading, time
+from agentgym.simulators.sandbox import SandboxPool
+p = SandboxPool(workers=1)
+w = p.workers[0]
+
+def sleepers():  # the processes started below: their command line, the worker's cgroups
+    n, mine = 0, "/" + os.path.basename(w.cgroup.paths[0]) + "/"
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            ours = mine in open(f"/proc/{name}/cgroup").read()
+            n += ours and "time.sleep(607)" in open(f"/proc/{name}/cmdline").read()
+        except OSError:
+            pass
+    return n
+
+s = p.session()
+if BUSY:  # a session's cell and a one-shot run, each waiting ten minutes on a child
+    wait = "import subprocess, sys\\n" + (
+        "subprocess.run([sys.executable, '-c', 'import time; time.sleep(607)'])"
+    )
+    threading.Thread(target=s.run, args=(wait,), kwargs={"timeout": 600.0}, daemon=True).start()
+    p.submit(wait, timeout=600.0)
+    deadline = time.monotonic() + 60
+    while sleepers() < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+else:
+    s.run("x = 1")
+print(json.dumps({"paths": w.cgroup.paths, "running": sleepers()}), flush=True)
+os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["idle-session", "cell-and-run-under-way"])
+def test_workers_exit_when_their_owner_dies(tmp_path, busy: bool) -> None:  # type: ignore[no-untyped-def]
+    """A host process killed without cleanup leaves no running worker behind, and nothing
+    its sessions and one-shot runs started (a cell and a run under way, each with ten
+    minutes left on its clock)."""
     import json
     import subprocess
     import sys
     import time
 
     script = tmp_path / "owner.py"
-    script.write_text(
-        "import os\n"
-        "from agentgym.simulators.sandbox import SandboxPool\n"
-        "p = SandboxPool(workers=1)\n"
-        "s = p.session()\n"
-        "s.run('x = 1')\n"
-        "import json\n"
-        "print(json.dumps(p.workers[0].cgroup.paths), flush=True)\n"
-        "os._exit(0)\n"
-    )
+    script.write_text(f"BUSY = {busy}\n" + _OWNER)
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
-    paths = json.loads(out.stdout.strip().splitlines()[-1])
+    owner = json.loads(out.stdout.strip().splitlines()[-1])
+    paths = owner["paths"]
+    worker = os.path.basename(paths[0])
+    assert owner["running"] == (2 if busy else 0)  # both were under way when it died
     assert {p.split("/")[4] for p in paths} == set(CONTROLLERS)
+    deadline = time.monotonic() + 60.0  # SIGKILLed processes end when they next run
+    while _processes_in(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_in(worker) == []
     procs = os.path.join(paths[0], "cgroup.procs")
     for _ in range(200):  # poll (up to ~20 s) until the orphaned worker has exited
         with open(procs) as fh:
@@ -148,3 +182,21 @@ def test_installed_agentgym_is_hidden_in_the_jail(tmp_path) -> None:  # type: ig
         timeout=60,
     )
     assert out.stdout == "visible" and "No such file" in out.stderr
+
+
+def _processes_in(cgroup: str) -> list[int]:
+    """Live (not zombie) processes in cgroup ``cgroup`` (a worker's directory name) or below
+    it, in any hierarchy: the worker, the jail's init and all they started."""
+    found = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/cgroup") as fh:
+                groups = fh.read()
+            with open(f"/proc/{name}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        inside = f"/{cgroup}/" in groups or f"/{cgroup}\n" in groups
+        if inside and state not in ("Z", "X"):
+            found.append(int(name))
+    return found
