@@ -612,7 +612,10 @@ TARGETS: tuple[Target, ...] = (
         ("EpisodeDriver._turn", "EpisodeDriver._step_answered", "_step_with"),
         (
             "tests/rollout/test_rollout_lockstep.py",
+            "tests/rollout/test_rollout_lockstep_steps.py",
             "tests/rollout/test_rollout_faults.py",
+            "tests/rollout/test_rollout_starts.py",
+            "tests/rollout/test_rollout_engine.py::test_policy_errors_after_retries_end_the_episode_as_infra_failure",
             "tests/rollout/test_play_pinned.py",
             "tests/rl/test_rl_rollouts_pinned.py",
         ),
@@ -812,6 +815,11 @@ TARGETS: tuple[Target, ...] = (
 #: Survivors that no test can kill because the mutant behaves exactly like the original.
 #: id -> why. The report prints these under "equivalent".
 EQUIVALENT: dict[str, str] = {
+    "lockstep-steps:EpisodeDriver._step_answered:andor:+5.15": (
+        "an assert whose two operands both hold whenever it runs (the driver sets the hook "
+        "only in lockstep mode, and an episode waiting for its answer holds the slot it was "
+        "reset on), so asserting either asserts the same"
+    ),
     "branch-slots:_PoolSlot.step:guard:+1.8": (
         "a fast path only: without it every step goes through pool.step({index: action}), "
         "which runs the same _safe_step on the same env (tests/test_vector.py checks the "

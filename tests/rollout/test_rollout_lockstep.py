@@ -375,12 +375,53 @@ def test_a_steps_time_is_the_envs_and_its_answers_wait_the_policys() -> None:
     )
     callbacks = EpisodeCallbacks(on_step=events.append)
     engine = RolloutEngine(source, RandomPolicy(0), range(2), config, callbacks)
+    began = time.monotonic()
     try:
         collection = engine.collect_sync(2)
     finally:
         engine.close()
+    wall = time.monotonic() - began
     assert len(events) == collection.summary.env_steps == 4
     assert all(e.env_ms >= step_s * 1e3 for e in events)
     assert all(e.policy_ms < step_s * 1e3 for e in events)  # no step's time counted twice
     summary = collection.summary
     assert summary.env_seconds >= 4 * step_s and summary.policy_seconds < 4 * step_s
+    assert summary.env_seconds <= 2 * wall  # two lanes: no more env time than they had
+    # the events carry the very intervals the totals add up (the totals' env time also
+    # has the two resets, instant here)
+    assert sum(e.policy_ms for e in events) == pytest.approx(summary.policy_seconds * 1e3)
+    assert sum(e.env_ms for e in events) == pytest.approx(summary.env_seconds * 1e3, abs=100)
+
+
+def test_an_answer_to_a_waiting_episode_goes_to_its_step_not_to_its_task() -> None:
+    """With ``step_when_answered`` set (the engine's driver sets it), the policy's answer
+    for an episode whose task waits is handed to it with the task's waiter, unanswered (the
+    env step settles it); an episode whose task stopped waiting only gets its request
+    answered, for the next call to take."""
+    from agentgym.rollout.lockstep import LockstepBatches
+    from agentgym.rollout.records import Episode
+
+    handed: list[tuple[Any, str, asyncio.Future[Any]]] = []
+    batches = LockstepBatches(RandomPolicy(0))
+    batches.step_when_answered = lambda ep, gen, waiter: handed.append((ep, gen.text, waiter))
+    eps = [Episode(group_id="g", traj_id=k, seed=k, member=0, index=k) for k in range(2)]
+    item = PolicyInput(
+        messages=[{"role": "user", "content": "go"}], info={"admissible_actions": ["left", "up"]}
+    )
+
+    async def one_turn() -> tuple[list[Any], list[Any]]:
+        requests = [batches.act(ep, item) for ep in eps]
+        waiters = [batches.waiter(r) for r in requests]
+        waiters[1].cancel()  # the second episode's task was cancelled meanwhile
+        batches.flush_if_all_asked(eps)
+        await asyncio.wait_for(asyncio.gather(*requests), 60)
+        return requests, waiters
+
+    try:
+        requests, waiters = asyncio.run(one_turn())
+    finally:
+        batches.close()
+    assert [(ep, waiter) for ep, _, waiter in handed] == [(eps[0], waiters[0])]
+    assert not waiters[0].done()  # left for the env step to settle
+    assert handed[0][1] == requests[0].result().text
+    assert requests[1].result().text in ("left", "up")  # answered, for the next call
