@@ -7,8 +7,8 @@ serving big blocks from the heap instead of their own mappings, so freed memory 
 in fragmented heaps it never returns. A word-policy GiGPO run on Household (16 envs, 2
 tasks x 8 per iteration) grew by about 170 MB of resident memory per iteration that way
 (2.1 GB after 7 iterations) while the Python objects and tensors alive stayed the same;
-with :func:`release_freed_memory` after each iteration it stayed at 0.38-0.46 GB. Nothing else changes: the memory is free
-either way, and the next iteration allocates it again.
+with :func:`release_freed_memory` after each iteration it stayed at 0.38-0.46 GB. Nothing
+else changes: the memory is free either way, and the next iteration allocates it again.
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ Lanes are what make a lockstep run reproducible: episode ``k`` starts in lane ``
 there is room, and an episode that starts later takes a lane freed by the turn that ended
 its predecessor: the lowest one first (``lane_reuse="lowest"``), or the highest
 (``"highest"``, the order of the trainer's group rollouts); episodes that start together
-take those lanes in episode order. A policy that draws random numbers therefore sees the same batches in the same
-order on every run, whichever env thread happened to answer first, and this is the order
+take those lanes in episode order. A policy that draws random numbers therefore sees the
+same batches in the same order on every run, whichever env thread happened to answer
+first, and this is the order
 in which :func:`agentgym.episodes.play` has always batched its episodes.
 
 The env calls of a turn go out together too (:class:`TurnEnvCalls`): the resets and steps
@@ -23,14 +24,15 @@ on). This costs one hand-off and one event-loop wake-up per turn instead of one 
 as the synchronous loops this mode replaced did. The steps of a turn go out from the
 answer itself: when the policy's batch comes back, each episode whose task still waits
 has its env step queued at once (``step_when_answered``, set by the episode driver), and
-its task wakes once, with the answer and the step's outcome together. Calls that keep the CPU busy (an in-process
-grid or household step: tens of microseconds of Python) run one after another on ONE thread,
-where a thread each would only add wake-ups and contention for the GIL; helpers join when
-the turn is not done after ``recruit_after_s`` (a slow or hung call never holds back the
-rest), and calls that mostly wait (a browser, a sandbox, a pool's worker process) get a
-thread each from the next turn on. An episode's env call lasts until its batch
-is answered: a hard cancel meanwhile interrupts every episode of the batch (see
-:mod:`agentgym.rollout.driver`), a soft stop waits for the batch (``env_timeout_s`` at most).
+its task wakes once, with the answer and the step's outcome together. Calls that keep the
+CPU busy (an in-process grid or household step: tens of microseconds of Python) run one
+after another on ONE thread, where a thread each would only add wake-ups and contention
+for the GIL; helpers join when the turn is not done after ``recruit_after_s`` (a slow or
+hung call never holds back the rest), and calls that mostly wait (a browser, a sandbox, a
+pool's worker process) get a thread each from the next turn on. An episode's env call
+lasts until its batch is answered: a hard cancel meanwhile interrupts every episode of the
+batch (see :mod:`agentgym.rollout.driver`), a soft stop waits for the batch
+(``env_timeout_s`` at most).
 """
 
 from __future__ import annotations
