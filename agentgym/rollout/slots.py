@@ -25,6 +25,11 @@ class SlotLedger:
         self.inline = bool(getattr(source, "lends_inline", False))
         """The source lends a slot and takes a healthy one back with a lock and a list
         operation (``lends_inline``): both happen on the event loop, no thread hop."""
+        self.takes_back_inline = self.inline or bool(getattr(source, "takes_back_inline", False))
+        """The source takes a healthy slot back with a lock and a list operation (it may
+        still lend through a thread: making an env can be slow). Done on the event loop,
+        the slot is free again before the episode that replaces its user asks for one;
+        through a thread, that ask could come first and make one more env."""
         self.out = 0
         """Slots lent to episodes or on their way back to the source."""
         self.release_errors: list[BaseException] = []
@@ -76,8 +81,9 @@ class SlotLedger:
 
     def give_back(self, slot: EnvSlot, *, healthy: bool) -> None:
         """Return ``slot`` to the source in a worker thread (inline once closed, or when
-        the source takes a healthy slot back with a list operation: ``lends_inline``)."""
-        if healthy and self.inline:
+        the source takes a healthy slot back with a list operation: ``takes_back_inline``
+        or ``lends_inline``)."""
+        if healthy and self.takes_back_inline:
             self._release(slot, healthy)
             return
         try:

@@ -125,6 +125,11 @@ class LocalEnvSource:
     ``close_timeout_s``) for those being closed in the background.
     """
 
+    takes_back_inline = True
+    """A healthy env comes back with a lock and a list append, so the engine does it on its
+    event loop: the env is free again before the next episode asks for one (lending may
+    make an env, which can be slow, so that stays in a worker thread)."""
+
     def __init__(
         self,
         env_id: str,

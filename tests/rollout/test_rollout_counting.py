@@ -302,3 +302,22 @@ def test_carried_episodes_holding_an_env_start_before_those_waiting_for_one() ->
     assert engine_results(collection.groups) == lockstep(
         SOKOBAN, ScriptedChatPolicy(), [0, 1, 2, 3], 1
     )
+
+
+@pytest.mark.parametrize("lockstep", [False, True], ids=["async", "lockstep"])
+def test_a_local_source_makes_no_more_envs_than_episodes_run_at_once(lockstep: bool) -> None:
+    """An episode's healthy env is back in the source before the episode that replaces it
+    asks for one. Before, it went back through a thread, the replacement's request often
+    came first, and 4 lanes made 6-8 envs over 120 episodes (a browser or a sandbox
+    session each, for envs that need one)."""
+    from agentgym.agents.scripted import RandomPolicy
+
+    source = LocalEnvSource(SOKOBAN)
+    config = RolloutConfig(group_size=1, max_in_flight=4, partial=False, lockstep=lockstep)
+    engine = RolloutEngine(source, RandomPolicy(0), range(120), config)
+    try:
+        collection = engine.collect_sync(120)
+    finally:
+        engine.close()
+    assert collection.summary.episodes_finished == 120
+    assert source.made == 4
