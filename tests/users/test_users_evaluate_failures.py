@@ -107,3 +107,37 @@ def test_an_env_that_reports_an_env_error_stops_the_evaluation_with_that_cause()
 
     with pytest.raises(FailureRunError, match="worker lost its pipe"):
         evaluate(ReportsError(gym.make("agentgym/UserFunction-v0")), OraclePolicy(), n=1, ks=(1,))
+
+
+class NeverEnds(gym.Wrapper):
+    """Hides the end of its env's episode: once the env ended, every step answers its last
+    observation again (without ``success``), reward 0, and the episode goes on; counts
+    every step."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.steps, self.last = 0, None
+
+    def reset(self, **kwargs: Any) -> Any:
+        self.last = None
+        return self.env.reset(**kwargs)
+
+    def step(self, action: str) -> Any:
+        self.steps += 1
+        if self.last is None:
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            if terminated or truncated:  # from now on: no end, no success
+                self.last = (obs, {k: v for k, v in info.items() if k != "success"})
+            return obs, reward, False, False, info
+        obs, info = self.last
+        return obs, 0.0, False, False, info
+
+
+def test_a_trial_that_never_ends_is_cut_after_max_steps_and_fails() -> None:
+    """The safety bound: 100 steps by default, or the caller's; such a trial fails."""
+    env = NeverEnds(gym.make("agentgym/UserFunction-v0"))
+    report = evaluate(env, OraclePolicy(), tasks=1, n=1, ks=(1,))
+    assert env.steps == 100 and report.tasks[0].successes == [False]
+    env.steps = 0
+    evaluate(env, OraclePolicy(), tasks=1, n=1, ks=(1,), max_steps=7)
+    assert env.steps == 7
