@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import enum
 import re
 import shlex
@@ -75,21 +76,24 @@ def _base(hint: Any) -> Any:
 
 
 def _other_value(opt: Any) -> Any:
-    """A value of the option's type that differs from its default."""
+    """A value of the option's type that differs from its default (a required field has
+    none: ``dataclasses.MISSING``, whose text holds its address and would make the test's
+    id differ from process to process, which pytest-xdist refuses)."""
     hint = _base(opt.hint)
+    default = None if opt.default is dataclasses.MISSING else opt.default
     if opt.kind == "toggle":
-        return not opt.default
+        return not default
     if opt.choices:
-        return next(c for c in opt.choices if c is not None and c != opt.default)
+        return next(c for c in opt.choices if c is not None and c != default)
     if opt.kind == "json":
         return {"k": [1, "two"]}
     if opt.kind == "list":
         return [3, 4] if typing.get_args(hint)[0] is int else ["alpha", "beta"]
     if hint is int:
-        return (opt.default or 0) + 3
+        return (default or 0) + 3
     if hint is float:
-        return (opt.default or 0.0) + 0.25
-    return f"x{opt.default or ''}"
+        return (default or 0.0) + 0.25
+    return f"x{default or ''}"
 
 
 def _cases() -> list[Any]:
