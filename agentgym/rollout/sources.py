@@ -22,7 +22,7 @@ import itertools
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 import gymnasium as gym
@@ -343,7 +343,8 @@ class _ServeSlot:
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         body = {**body, "episode_id": self.episode_id}
         try:
-            resp = self.source.client.post(self.source.url + path, json=body)
+            with self.source.call_under_way():
+                resp = self.source.client.post(self.source.url + path, json=body)
         except Exception as exc:
             raise ServeSessionError(f"{path} on {self.source.url} failed: {exc}") from exc
         if resp.status_code != 200:
@@ -428,6 +429,8 @@ class ServeEnvSource:
         self._free: list[_ServeSlot] = []
         self._held: set[str] = set()  # sessions this source may hold on the server
         self._lock = threading.Lock()
+        self._calls = 0  # slot calls under way (worker threads of the engine)
+        self._calls_ended = threading.Condition(self._lock)
 
     def acquire(self) -> EnvSlot:
         with self._lock:
@@ -447,10 +450,28 @@ class ServeEnvSource:
             target=self._close_sessions, args=([slot.episode_id],), daemon=True
         ).start()
 
+    @contextlib.contextmanager
+    def call_under_way(self) -> Iterator[None]:
+        """Count a slot's call to the server while it runs (see :meth:`close`)."""
+        with self._lock:
+            self._calls += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._calls -= 1
+                self._calls_ended.notify_all()
+
     def close(self) -> None:
         """Close every server session this source opened (those a background close of a
-        failed slot has not finished with included), then its HTTP client."""
+        failed slot has not finished with included), then its HTTP client.
+
+        Calls of its slots still under way (an engine's worker thread outlives an episode
+        whose call was cut short) are waited for first, at most ``CLOSE_TIMEOUT_S``: a
+        ``/reset`` still on its way could otherwise reach the server after this method's
+        ``/close`` for its session, and open a session nobody closes."""
         with self._lock:
+            self._calls_ended.wait_for(lambda: self._calls == 0, self.CLOSE_TIMEOUT_S)
             ids, self._free = sorted(self._held), []
         try:
             self._close_sessions(ids)

@@ -102,3 +102,43 @@ def test_serve_sessions_equal_local_envs_and_a_lost_session_is_an_infra_failure(
     assert summary.usable_groups == 3 and all(len(g.members) == k for g in collection.groups)
     # the retried episodes replayed in new sessions: everything equals the local loop
     assert engine_results(collection.groups) == lockstep(SOKOBAN, ScriptedChatPolicy(), seeds, k)
+
+
+def test_closing_the_source_waits_for_a_call_under_way_then_closes_its_session() -> None:
+    """A slot's ``/reset`` is still under way when the source closes (an engine's worker
+    thread outlives an episode whose call was cut short). ``close()`` waits for it before
+    it sends its ``/close`` calls: a request still on its way could otherwise reach the
+    server after them and open a session nobody closes."""
+    import threading
+
+    from tests.rollout.serve_process import ServeProcess
+
+    with ServeProcess(SOKOBAN, max_sessions=4) as server:
+        source = server.source()
+        slot = source.acquire()
+        answered, release = threading.Event(), threading.Event()
+        real_post = source.client.post
+
+        def held_post(url: str, **kwargs: Any) -> Any:
+            resp = real_post(url, **kwargs)
+            if url.endswith("/reset"):  # the server has it; the caller does not yet
+                answered.set()
+                assert release.wait(60)
+            return resp
+
+        source.client.post = held_post  # type: ignore[method-assign]
+        resetting = threading.Thread(target=slot.reset, args=(0,))
+        resetting.start()
+        closing = threading.Thread(target=source.close)
+        try:
+            assert answered.wait(60)
+            closing.start()
+            closing.join(0.5)
+            assert closing.is_alive()  # waiting for the reset (a close that did not wait
+            # would be done by now: nothing else holds it)
+        finally:
+            release.set()
+            resetting.join(60)
+            closing.join(60)
+        assert not closing.is_alive()
+        assert server.active_sessions() == 0
