@@ -143,19 +143,23 @@ def test_a_partial_call_fills_its_room_and_stops_at_its_target() -> None:
         RolloutConfig(group_size=2, max_in_flight=8),
     )
 
-    async def calls() -> tuple[Any, Any]:
+    async def calls() -> tuple[Any, Any, set[int]]:
         first = await engine.collect(1)
         policy.gate.set()
-        return first, await engine.collect(3)
+        second = await engine.collect(3)
+        return first, second, {ep.seed for ep in engine.carried}
 
     try:
-        first, second = asyncio.run(calls())
+        first, second, still_carried = asyncio.run(calls())
     finally:
         engine.close()
     # room for 4 groups of 2: all started at once; the call stopped at its first group
     assert drawn[:4] == [0, 1, 2, 3] and [g.seed for g in first.groups] == [0]
     assert first.summary.carried_out == 6 and second.summary.carried_in == 6
-    assert {1, 2, 3} <= {g.seed for g in second.groups}
+    # the carried groups go on in the next call: each released by it or still under way
+    # (a group started in that call, with shorter episodes, may end before one of them)
+    released = {g.seed for g in second.groups}
+    assert {1, 2, 3} <= released | still_carried and 0 not in released
     assert second.summary.usable_groups >= 3
 
 
