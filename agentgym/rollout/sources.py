@@ -335,6 +335,9 @@ class _ServeSlot:
     def __init__(self, source: ServeEnvSource, episode_id: str):
         self.source = source
         self.episode_id = episode_id
+        self.idle = threading.Event()
+        """Set while none of this slot's calls is under way (see :meth:`ServeEnvSource.release`)."""
+        self.idle.set()
 
     @property
     def env(self) -> Any:
@@ -342,11 +345,14 @@ class _ServeSlot:
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         body = {**body, "episode_id": self.episode_id}
+        self.idle.clear()
         try:
             with self.source.call_under_way():
                 resp = self.source.client.post(self.source.url + path, json=body)
         except Exception as exc:
             raise ServeSessionError(f"{path} on {self.source.url} failed: {exc}") from exc
+        finally:
+            self.idle.set()
         if resp.status_code != 200:
             raise ServeSessionError(
                 f"{path} of session {self.episode_id} answered HTTP {resp.status_code}: "
@@ -399,7 +405,9 @@ class ServeEnvSource:
     Observations carry their text (images are not fetched).
 
     Sessions are ended on the server with ``POST /close``: a slot released unhealthy is
-    closed at once (from a background thread: its env may still be busy), and
+    closed from a background thread once its own call under way has ended (a ``/reset``
+    the engine stopped waiting for may still be on its way to the server, and would
+    otherwise open the session after its ``/close``: a session nobody closes), and
     :meth:`close` closes every session the source opened, lent or not, so that the next
     engine (a restarted trainer) finds the server's slots free.
     """
@@ -417,6 +425,7 @@ class ServeEnvSource:
         self.url = url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.client = httpx.Client(timeout=timeout, headers=headers)
+        self.timeout_s = timeout
         try:
             health = self.client.get(self.url + "/health").json()
         except Exception as exc:
@@ -446,9 +455,13 @@ class ServeEnvSource:
             with self._lock:
                 self._free.append(slot)
             return
-        threading.Thread(
-            target=self._close_sessions, args=([slot.episode_id],), daemon=True
-        ).start()
+        threading.Thread(target=self._close_when_idle, args=(slot,), daemon=True).start()
+
+    def _close_when_idle(self, slot: _ServeSlot) -> None:
+        """Close ``slot``'s session once its call under way (if any) has ended: at most the
+        client's timeout for each of the call's phases (connect, write, read, pool)."""
+        slot.idle.wait(4 * self.timeout_s)
+        self._close_sessions([slot.episode_id])
 
     @contextlib.contextmanager
     def call_under_way(self) -> Iterator[None]:

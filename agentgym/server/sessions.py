@@ -360,8 +360,12 @@ class SessionManager:
             ) from None
 
     async def close(self, sid: str) -> bool:
-        """Close session ``sid`` after any call in flight; False (and nothing done) for an id
-        the server does not hold."""
+        """Close session ``sid`` after any call in flight (a session still being built is
+        closed once built: its ``/reset`` then finds it closed); False (and nothing done)
+        for an id the server does not hold."""
+        while sid not in self.sessions and sid in self._building:
+            with contextlib.suppress(SessionError):  # a failed build: nothing to close
+                await asyncio.shield(self._building[sid])
         session = self.sessions.pop(sid, None)
         if session is None:
             return False

@@ -212,3 +212,72 @@ def test_a_burst_of_failed_resets_cannot_lock_real_clients_out(counts):
             step = c.post("/step", json={"action": {"text": UP}, "episode_id": f"real-{i}"})
             assert step.json()["observation"]["info"]["action_valid"] is True
         assert c.get("/health").json()["active_sessions"] == 4
+
+
+# ---- a close that races the session's first reset ---------------------------------------
+
+
+def test_a_close_while_its_session_is_built_closes_it_once_built(counts):
+    started, gate = threading.Semaphore(0), threading.Event()
+
+    def slow_build():
+        started.release()
+        assert gate.wait(30), "the test never let the build finish"
+        return counts.factory()
+
+    app = create_app(ENV_ID, limits=ServerLimits(max_sessions=4), session_factory=slow_build)
+    with ServerThread(app) as srv, httpx.Client(base_url=srv.url, timeout=30) as c:
+        replies = {}
+        resetter = threading.Thread(
+            target=lambda: replies.setdefault(
+                "reset", httpx.post(srv.url + "/reset", json={"episode_id": "a"}, timeout=60)
+            )
+        )
+        resetter.start()
+        assert started.acquire(timeout=30), "the build never started"
+        closer = threading.Thread(
+            target=lambda: replies.setdefault(
+                "close", httpx.post(srv.url + "/close", json={"episode_id": "a"}, timeout=60)
+            )
+        )
+        closer.start()
+        closer.join(0.5)  # a close that does not wait for the build answers by now
+        gate.set()
+        resetter.join(60)
+        closer.join(60)
+        assert replies["close"].json() == {"episode_id": "a", "closed": True}
+        assert not _held(c, "a")
+        assert c.get("/health").json()["active_sessions"] == 0
+    assert counts.built == counts.closed == 1
+
+
+def test_an_unhealthy_slot_is_closed_only_after_its_reset_on_the_way_arrived(counts):
+    """The engine gave up on a slot whose ``/reset`` was still on its way (a slow network):
+    the ``/close`` must follow that reset, or the reset opens a session nobody closes."""
+    held_back, sent = threading.Event(), threading.Semaphore(0)
+
+    class SlowResets(httpx.HTTPTransport):
+        def handle_request(self, request):
+            if request.url.path == "/reset":
+                sent.release()
+                assert held_back.wait(30), "the test never let the reset go"
+            return super().handle_request(request)
+
+    app = create_app(ENV_ID, limits=ServerLimits(max_sessions=4), session_factory=counts.factory)
+    with ServerThread(app) as srv, httpx.Client(base_url=srv.url, timeout=30) as c:
+        source = ServeEnvSource(srv.url)
+        source.client = httpx.Client(transport=SlowResets(), timeout=30)
+        try:
+            slot = source.acquire()
+            resetting = threading.Thread(target=slot.reset, args=(0,))
+            resetting.start()
+            assert sent.acquire(timeout=30), "the reset never left"
+            source.release(slot, healthy=False)  # the engine's timeout fired meanwhile
+            time.sleep(0.3)  # a close sent at once (the bug) reaches the server in this time
+            held_back.set()
+            resetting.join(60)
+            _wait_for(lambda: c.get("/health").json()["active_sessions"] == 0, "a session stayed")
+            assert not _held(c, slot.episode_id)
+        finally:
+            source.close()
+    assert counts.built == counts.closed == 1
