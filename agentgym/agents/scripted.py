@@ -17,6 +17,11 @@ class RandomPolicy:
     It never sees hidden state: it is the floor any learned agent must beat.
     """
 
+    acts_inline = True
+    """``act`` takes microseconds and never waits, so the rollout engine's lockstep mode
+    calls it on its event loop instead of handing it to a thread
+    (:mod:`agentgym.rollout.lockstep`)."""
+
     def __init__(self, seed: int = 0):
         self.rng = np.random.default_rng(seed)
 

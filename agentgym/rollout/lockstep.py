@@ -24,11 +24,15 @@ on). This costs one hand-off and one event-loop wake-up per turn instead of one 
 as the synchronous loops this mode replaced did. The steps of a turn go out from the
 answer itself: when the policy's batch comes back, each episode whose task still waits
 has its env step queued at once (``step_when_answered``, set by the episode driver), and
-its task wakes once, with the answer and the step's outcome together. Calls that keep the
+its task wakes once, with the answer and the step's outcome together. The policy is
+called on a thread of its own (the event loop stays free for the turn's timers and stops)
+unless it declares ``acts_inline = True``: a policy whose ``act`` is quick and never waits
+for anything (:class:`~agentgym.agents.RandomPolicy`) is called on the event loop itself,
+saving two thread hand-offs per turn. Calls that keep the
 CPU busy (an in-process grid or household step: tens of microseconds of Python) run one
 after another on ONE thread, where a thread each would only add wake-ups and contention
-for the GIL; helpers join when the turn is not done after ``recruit_after_s`` (a slow or
-hung call never holds back the rest), and calls that mostly wait (a browser, a sandbox, a
+for the GIL; helpers join when no call of the turn returned for ``recruit_after_s`` (a
+slow or hung call never holds back the rest), and calls that mostly wait (a browser, a sandbox, a
 pool's worker process) get a thread each from the next turn on. An episode's env call
 lasts until its batch is answered: a hard cancel meanwhile interrupts every episode of the
 batch (see :mod:`agentgym.rollout.driver`), a soft stop waits for the batch
@@ -196,9 +200,12 @@ class LockstepBatches:
     ) -> None:
         items = [item for _, item, _ in batch]
         self.batch_sizes.append(len(items))
-        loop = asyncio.get_running_loop()
         try:
-            gens = await loop.run_in_executor(self._thread, self.policy.act, items)
+            if getattr(self.policy, "acts_inline", False):  # see the module docstring
+                gens = self.policy.act(items)
+            else:
+                loop = asyncio.get_running_loop()
+                gens = await loop.run_in_executor(self._thread, self.policy.act, items)
             if len(gens) != len(items):
                 raise InvalidConfigError(
                     f"{type(self.policy).__name__}.act returned {len(gens)} generations "
@@ -236,8 +243,9 @@ class TurnEnvCalls:
     out at the end of the event loop's current wave of callbacks (``call_soon``), which
     is when every episode woken by the turn's answer has asked for its env call. The
     calls run on threads of this object's own (:class:`_Workers`, at most ``threads``):
-    on one thread, helped by more after ``recruit_after_s``, or on a thread each when the
-    previous turn's calls waited more than ``waiting_call_s`` each on average.
+    on one thread, helped by more when no call returned for ``recruit_after_s``, or on a
+    thread each when the previous turn's calls waited more than ``waiting_call_s`` each on
+    average.
     """
 
     def __init__(
@@ -356,6 +364,9 @@ class _Batch:
         self._workers: _Workers | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._recruiter: asyncio.TimerHandle | None = None
+        self._recruit_after_s = 0.0
+        self._returned_at_look = 0
+        """Calls that had returned when the recruiter last looked."""
 
     def add(
         self, fn: Callable[..., Any], args: tuple[Any, ...], future: asyncio.Future[Any] | None
@@ -367,8 +378,8 @@ class _Batch:
 
     def send(self, workers: _Workers, fan_out: bool, recruit_after_s: float) -> None:
         """Start every call whose episode still waits for it, and the batch's timer: on
-        a thread each (``fan_out``), else on one thread with helpers recruited when the
-        batch is not done after ``recruit_after_s``."""
+        a thread each (``fan_out``), else on one thread with helpers recruited when no
+        call returned for ``recruit_after_s`` (:meth:`_recruit`)."""
         self._workers = workers
         self._outcomes = [None] * len(self.calls)
         self._left = len(self.calls)
@@ -382,14 +393,22 @@ class _Batch:
             return
         self._hand_out(len(self._todo) if fan_out else 1)
         if not fan_out and len(self._todo) > 1:
+            self._recruit_after_s = recruit_after_s
             self._recruiter = self.loop.call_later(recruit_after_s, self._recruit)
 
     def _recruit(self) -> None:
-        """The batch is not done: a helper for every call not started yet."""
+        """The batch is not done. When no call returned since the last look (one is slow or
+        hung), a helper for every call not started yet; else look again later: quick calls
+        keep the GIL busy, and helpers would only contend for it."""
         with self._lock:
-            waiting = len(self._todo)
-        if waiting:
-            self._hand_out(waiting)
+            waiting, returned = len(self._todo), len(self.calls) - self._left
+        if not waiting:
+            return
+        if returned > self._returned_at_look:
+            self._returned_at_look = returned
+            self._recruiter = self.loop.call_later(self._recruit_after_s, self._recruit)
+            return
+        self._hand_out(waiting)
 
     def _hand_out(self, jobs: int) -> None:
         assert self._workers is not None

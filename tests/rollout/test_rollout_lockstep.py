@@ -124,6 +124,68 @@ def test_play_raises_the_policy_error_itself() -> None:
         play(SOKOBAN, Broken(), episodes=3, num_envs=2, progress=False)
 
 
+class ThreadLog:
+    """A random policy that notes the thread of every ``act``; inline or not."""
+
+    def __init__(self, inline: bool, fail_at: int | None = None):
+        self.acts_inline = inline
+        self.random = RandomPolicy(0)
+        self.threads: list[str] = []
+        self.fail_at = fail_at
+
+    def act(self, inputs: Sequence[PolicyInput]) -> list[Generation]:
+        self.threads.append(threading.current_thread().name)
+        if len(self.threads) == self.fail_at:
+            raise ZeroDivisionError("the inline policy's own bug")
+        return self.random.act(inputs)
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_a_policy_that_acts_inline_is_called_on_the_event_loop_and_others_on_their_thread(
+    inline: bool,
+) -> None:
+    policy = ThreadLog(inline)
+    config = RolloutConfig(group_size=1, max_in_flight=2, partial=False, lockstep=True)
+    with EnvPool([lambda: gym.make(SOKOBAN)] * 2) as pool:
+        engine = RolloutEngine(PoolEnvSource(pool), policy, range(4), config)
+        try:
+            loop_thread = threading.current_thread().name  # asyncio.run's loop runs here
+            collection = asyncio.run(engine.collect(4))
+        finally:
+            engine.close()
+    assert len(collection.groups) == 4 and policy.threads
+    if inline:
+        assert set(policy.threads) == {loop_thread}
+    else:
+        assert loop_thread not in policy.threads
+        assert all(name.startswith("lockstep-policy") for name in policy.threads)
+
+
+def test_an_inline_policy_that_raises_stops_the_call_with_its_error_and_frees_every_env() -> None:
+    policy = ThreadLog(inline=True, fail_at=3)
+    config = RolloutConfig(group_size=1, max_in_flight=2, partial=False, lockstep=True)
+    with EnvPool([lambda: gym.make(SOKOBAN)] * 2) as pool:
+        engine = RolloutEngine(PoolEnvSource(pool), policy, range(4), config)
+        try:
+            with pytest.raises(CollectionError) as caught:
+                engine.collect_sync(4)
+            assert isinstance(caught.value.error, ZeroDivisionError)
+            assert caught.value.collection.summary.infra_failures == 0
+        finally:
+            engine.close()
+        assert engine.slots_out == 0
+    assert len(policy.threads) == 3  # nothing was asked after the error
+
+
+def test_the_random_policy_acts_inline_and_the_oracle_does_not() -> None:
+    """The random policy only reads its inputs; the oracle asks the env (a browser page,
+    a solver), which must not run on the engine's event loop."""
+    from agentgym.agents.scripted import OraclePolicy
+
+    assert RandomPolicy.acts_inline is True
+    assert getattr(OraclePolicy, "acts_inline", False) is False
+
+
 def test_a_policy_that_answers_fewer_inputs_than_it_was_given_is_named() -> None:
     class Short:
         def act(self, inputs: Sequence[PolicyInput]) -> list[Generation]:

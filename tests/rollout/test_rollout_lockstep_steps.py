@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -130,6 +131,41 @@ def test_a_turn_of_two_calls_gets_a_helper_when_its_first_call_hangs() -> None:
         assert asyncio.run(one_turn()) == ["first", "second"]
     finally:
         second_done.set()
+
+
+def test_a_turn_gets_helpers_only_when_no_call_returned_since_the_last_look() -> None:
+    """Quick calls that keep returning hold the GIL anyway: a helper would only contend
+    for it. The recruiter (driven by hand here; its timer is an hour) first sees a call
+    returned and waits for another look; at that look nothing returned (the second call
+    hangs), so the third call gets a helper and returns while the second still hangs."""
+    stuck = Gate("second")
+
+    async def turn() -> list[Any]:
+        calls = TurnEnvCalls(3600.0, threads=4, recruit_after_s=3600.0)
+        try:
+            futures = [calls.call(abs, -1), calls.call(stuck), calls.call(abs, -3)]
+            batch = calls._queued
+            assert batch is not None
+            loop = asyncio.get_running_loop()
+            assert await loop.run_in_executor(None, stuck.entered.wait, DEADLINE_S)
+            batch._recruit()  # the first call returned since the start: no helper yet
+            assert calls.workers.threads == 1 and not futures[2].done()
+            assert len(batch._todo) == 1  # the third call still waits for a thread
+            batch._recruit()  # nothing returned since: a helper for the third call
+            deadline = time.monotonic() + DEADLINE_S
+            while batch._outcomes[2] is None:  # futures are answered at the batch's end
+                assert time.monotonic() < deadline, "no helper ran the third call"
+                await asyncio.sleep(0.001)
+            assert batch._outcomes[1] is None and calls.workers.threads == 2
+            stuck.release.set()
+            return list(await asyncio.wait_for(asyncio.gather(*futures), DEADLINE_S))
+        finally:
+            calls.close()
+
+    try:
+        assert asyncio.run(turn()) == [1, "second", 3]
+    finally:
+        stuck.release.set()
 
 
 def test_an_episode_cancelled_while_its_batch_is_out_leaves_the_others_their_outcomes() -> None:
