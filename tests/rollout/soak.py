@@ -409,7 +409,7 @@ def run_soak(spec: SoakSpec) -> SoakReport:
             report.env_restarts, report.retired = source.restarted, list(source.retired)
             if source._lent:
                 report.leftovers.append(f"pool indices {sorted(source._lent)} still lent")
-        _check_leftovers(spec, report, audit, target)
+        _check_leftovers(spec, report, audit, target, source)
     report.wall_s = time.perf_counter() - t0
     report.cpu_s = time.process_time() - c0
     report.load = (l0, os.getloadavg()[0])
@@ -423,7 +423,9 @@ def run_soak(spec: SoakSpec) -> SoakReport:
     return report
 
 
-def _check_leftovers(spec: SoakSpec, report: SoakReport, audit: EnvAudit, target: Any) -> None:
+def _check_leftovers(
+    spec: SoakSpec, report: SoakReport, audit: EnvAudit, target: Any, source: Any
+) -> None:
     """After the engine closed: every env closed, no session on the server, no worker
     process of the pool beyond its live ones."""
     if spec.source == "local" and audit.made != audit.closed:
@@ -433,12 +435,29 @@ def _check_leftovers(spec: SoakSpec, report: SoakReport, audit: EnvAudit, target
         while (left := target.active_sessions()) and time.monotonic() < deadline:
             time.sleep(0.1)
         if left:
-            report.leftovers.append(f"{left} sessions left on the server 30 s after close()")
+            report.leftovers.append(
+                f"{left} sessions left on the server 30 s after close(): "
+                + ", ".join(_left_sessions(target, source))
+            )
     if spec.source == "pool":
         target.close()
         alive = [r._proc.pid for r in target._remote if r._proc.is_alive()]
         if alive:
             report.leftovers.append(f"worker processes {alive} outlived the pool")
+
+
+def _left_sessions(server: Any, source: Any) -> list[str]:
+    """The ids the source opened that the server still holds, each with its step count
+    (what to look at when a session outlived its close)."""
+    import httpx
+
+    left = []
+    for k in range(next(source._ids)):
+        episode_id = f"{source._prefix}{k}"
+        state = httpx.get(server.url + "/state", params={"episode_id": episode_id}, timeout=10)
+        if state.status_code == 200:
+            left.append(f"{episode_id} (step {state.json().get('step_count')})")
+    return left
 
 
 def spec_for(source: str, episodes: int, in_flight: int = 32, seed: int = 0) -> SoakSpec:
