@@ -888,6 +888,10 @@ EQUIVALENT: dict[str, str] = {
     "branch-slots:PoolEnvSource._replace:return:+16.8": (
         "None is as false as False: release() only tests the result for truth"
     ),
+    "lockstep-env-calls:_Batch._recruit:guard:+6.8": (
+        "a fast path: with no call left to start, the helpers handed out are none (an "
+        "empty put) or the timer looks again until the batch's answer cancels it"
+    ),
     "lockstep-env-calls:TurnEnvCalls._learn:cmp:+3.37": (
         "`>` became `>=`: the mean wait per call would have to equal waiting_call_s to the "
         "last bit of a float for the choice to differ"
