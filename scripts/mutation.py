@@ -609,7 +609,12 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "lockstep-steps",
         "agentgym/rollout/driver.py",
-        ("EpisodeDriver._turn", "EpisodeDriver._step_answered", "_step_with"),
+        (
+            "EpisodeDriver._turn",
+            "EpisodeDriver._account",
+            "EpisodeDriver._step_answered",
+            "EpisodeDriver._landed",
+        ),
         (
             "tests/rollout/test_rollout_lockstep.py",
             "tests/rollout/test_rollout_lockstep_steps.py",
@@ -619,7 +624,7 @@ TARGETS: tuple[Target, ...] = (
             "tests/rollout/test_play_pinned.py",
             "tests/rl/test_rl_rollouts_pinned.py",
         ),
-        limit=30,
+        limit=60,
         timeout_s=150.0,
     ),
     Target(

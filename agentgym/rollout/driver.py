@@ -103,9 +103,12 @@ class EpisodeDriver:
         self.lockstep = lockstep
         if lockstep is not None:
             lockstep.step_when_answered = self._step_answered
+        self._calls: dict[Episode, CallState] = {}
+        """The call each running episode's task belongs to (what :meth:`_landed` counts in)."""
 
     async def drive(self, call: CallState, ep: Episode) -> None:
         """Run ``ep`` until it ends or the call stops it (see the module docstring)."""
+        self._calls[ep] = call
         try:
             if not await self._begin(call, ep):
                 self._pause(call, ep)
@@ -126,6 +129,7 @@ class EpisodeDriver:
             self._end(call, ep, "failed", f"{kind}: {type(exc).__name__}: {exc}", exc)
         finally:
             ep.phase = None
+            self._calls.pop(ep, None)
 
     def stop_where_it_is(self, call: CallState, ep: Episode) -> None:
         """Leave an episode whose task was cancelled (or lost with its event loop) in a
@@ -212,56 +216,63 @@ class EpisodeDriver:
 
         In lockstep mode the answer usually comes with the env step already taken: the
         turn's sender starts it the moment the policy answers (:meth:`_step_answered`),
-        so the task wakes once per step. Its phase is then ``step`` and a failure is the
-        env's."""
+        and a step that leaves nothing for the task to do is recorded without waking it
+        (:meth:`_landed`), so the task wakes when its episode ends, fails or stops. Its
+        phase is then ``step`` and a failure is the env's."""
         ep.phase = "policy"
         request, version, asked_in = self._request(call, ep)
-        t0 = time.perf_counter()
-        answered_at = 0.0
+        ep.asked_at = time.perf_counter()
         try:  # a cancelled task leaves its request in flight (kept for the next call)
             if self.lockstep is None:
                 answer = await asyncio.shield(request)
             else:
                 answer = await self.lockstep.waiter(request)
-                if type(answer) is Stepped:
-                    answered_at = answer.answered_at
-        except Exception as exc:
+        except BaseException as exc:
+            call.summary.policy_seconds += time.perf_counter() - ep.asked_at
+            if not isinstance(exc, Exception):
+                raise  # cancelled: the driver decides from the phase
             if ep.phase == "step":  # the env step sent along with the answer failed
                 raise self._failure(exc) from exc
             ep.pending = None
             if caller_mistake(exc) or self.lockstep is not None:
                 raise  # not infrastructure: a refused request, or a local policy's error
             raise InfraFailure("policy_error", f"{type(exc).__name__}: {exc}") from exc
-        finally:
-            t1 = answered_at or time.perf_counter()
-            call.summary.policy_seconds += t1 - t0
-        policy_s = t1 - t0
         if type(answer) is Stepped:
-            gen, res = answer.generation, answer.result
+            step = answer
         else:
-            gen = answer
+            answered_at = time.perf_counter()
             ep.pending = None
             ep.phase = "step"
-            res = await self._env_call(ep.slot.step, gen.text)
-        env_s = time.perf_counter() - t1
-        ep.phase = None
-        call.summary.env_seconds += env_s
-        call.summary.env_steps += 1
-        if res.info.get("env_error"):
-            raise InfraFailure("env_error", str(res.info["env_error"]))
-        done = self._record(ep, gen, res, version, asked_in)
+            res = await self._env_call(ep.slot.step, answer.text)
+            step = Stepped(answer, res, version, asked_in, ep.asked_at, answered_at)
+        policy_s, env_s = self._account(call, ep, step)
+        done = self._record(ep, step)
         if self.config.keep_branch_points and not done:
             await self._keep_branch_point(ep)
-        if self.callbacks.on_step is not None and not ep.restored:
-            event = StepEvent.of(ep.traj_id, ep.index, gen, res, policy_s * 1e3, env_s * 1e3)
-            notify(call, self.callbacks.on_step, event)
+        self._tell(call, ep, step, policy_s, env_s)
         if done:
-            self._end(call, ep, "done", None, None, last=res)
+            self._end(call, ep, "done", None, None, last=step.result)
         return done
 
     @staticmethod
-    def _record(ep: Episode, gen: Generation, res: StepResult, version: int, asked_in: int) -> bool:
+    def _account(call: CallState, ep: Episode, step: Stepped) -> tuple[float, float]:
+        """Count a step that returned in the call's summary: its policy and env seconds
+        (returned), and an ``env_error`` the env reported as an infrastructure failure."""
+        env_s = time.perf_counter() - step.answered_at
+        policy_s = step.answered_at - step.asked_at
+        ep.phase = None
+        summary = call.summary
+        summary.policy_seconds += policy_s
+        summary.env_seconds += env_s
+        summary.env_steps += 1
+        if step.result.info.get("env_error"):
+            raise InfraFailure("env_error", str(step.result.info["env_error"]))
+        return policy_s, env_s
+
+    @staticmethod
+    def _record(ep: Episode, step: Stepped) -> bool:
         """Append the step to the episode (steps, tokens, chat, info); True when it ended."""
+        gen, res = step.generation, step.result
         done = bool(res.terminated or res.truncated)
         ep.steps.append(
             StepRecord(
@@ -274,10 +285,10 @@ class EpisodeDriver:
                 valid=bool(res.info.get("action_valid", True)),
                 done=done,
                 success=bool(res.info.get("success", False)) if done else False,
-                policy_version=version,
+                policy_version=step.version,
             )
         )
-        ep.step_collects.append(asked_in)
+        ep.step_collects.append(step.asked_in)
         ep.step_tokens.append(generation_tokens(gen))
         assert ep.chat is not None
         ep.chat.turns.append(
@@ -286,19 +297,71 @@ class EpisodeDriver:
         ep.info = merge_step_info(ep.info, res.info)
         return done
 
+    def _tell(
+        self, call: CallState, ep: Episode, step: Stepped, policy_s: float, env_s: float
+    ) -> None:
+        """``on_step`` with the step's event (not for a branch: it is no whole episode)."""
+        if self.callbacks.on_step is not None and not ep.restored:
+            event = StepEvent.of(
+                ep.traj_id, ep.index, step.generation, step.result, policy_s * 1e3, env_s * 1e3
+            )
+            notify(call, self.callbacks.on_step, event)
+
     def _step_answered(self, ep: Episode, gen: Generation, waiter: asyncio.Future[Any]) -> None:
-        """Lockstep: the policy answered ``ep``, whose task still waits. Send its env step
-        now, with the rest of the turn's, into the task's ``waiter`` (a :class:`Stepped`
-        or the step's exception): the task wakes once, with both. From here the episode
-        is inside its env step, as if its task had sent it (a stop waits for it)."""
-        assert self.lockstep is not None and ep.slot is not None
+        """Lockstep: the policy answered ``ep``, whose task still waits on ``waiter``. Send
+        its env step now, with the rest of the turn's; its outcome lands in
+        :meth:`_landed`. From here the episode is inside its env step, as if its task had
+        sent it (a stop waits for it)."""
+        assert self.lockstep is not None and ep.slot is not None and ep.pending is not None
+        _, version, asked_in = ep.pending
         ep.pending = None
         ep.phase = "step"
-        config, step = self.config, ep.slot.step
-        now = time.perf_counter()
+        landing = _Landing(self, ep, waiter, gen, version, asked_in, time.perf_counter())
+        config = self.config
         self.lockstep.env_call(
-            config.env_timeout_s, config.max_in_flight, _step_with, step, gen, now, into=waiter
+            config.env_timeout_s, config.max_in_flight, ep.slot.step, gen.text, into=landing
         )
+
+    def _landed(self, landing: _Landing, result: StepResult) -> None:
+        """A lockstep step returned (on the event loop). A step that leaves nothing for the
+        task to do - the episode goes on, the call does not stop, no branch point to take -
+        is recorded here and the next action asked for, the task still asleep on the same
+        waiter; any other wakes the task with the :class:`Stepped`, which it handles
+        as its own (:meth:`_turn`)."""
+        ep, waiter = landing.ep, landing.waiter
+        if waiter.done():  # its task was cancelled meanwhile: the attempt was interrupted
+            return
+        step = Stepped(
+            landing.generation,
+            result,
+            landing.version,
+            landing.asked_in,
+            ep.asked_at,
+            landing.answered_at,
+        )
+        call = self._calls.get(ep)
+        if (
+            call is None
+            or call.stopping
+            or call.error is not None
+            or result.terminated
+            or result.truncated
+            or result.info.get("env_error")
+            or self.config.keep_branch_points
+        ):
+            waiter.set_result(step)
+            return
+        assert self.lockstep is not None
+        try:
+            policy_s, env_s = self._account(call, ep, step)
+            self._record(ep, step)
+            self._tell(call, ep, step, policy_s, env_s)
+            ep.phase = "policy"
+            request, _, _ = self._request(call, ep)
+            ep.asked_at = time.perf_counter()
+            self.lockstep.wait_with(request, waiter)
+        except Exception as exc:  # a bug: the task raises it, as if it had run this itself
+            waiter.set_exception(exc)
 
     # ------------------------------------------------------------------ requests, env calls
 
@@ -400,17 +463,48 @@ class EpisodeDriver:
 
 
 class Stepped(NamedTuple):
-    """A lockstep answer whose env step went out with it (:meth:`EpisodeDriver._step_answered`)."""
+    """A policy's answer and the env step it was sent to, with what its records need."""
 
     generation: Generation
+    result: StepResult
+    version: int
+    """The policy version of the request (its ``policy_version`` in the step row)."""
+    asked_in: int
+    """The index of the collect call that asked for it."""
+    asked_at: float
+    """``time.perf_counter()`` when the request was made (or taken over by this call)."""
     answered_at: float
     """``time.perf_counter()`` when the policy's answer came back."""
-    result: StepResult
 
 
-def _step_with(step: Callable[[str], StepResult], gen: Generation, answered_at: float) -> Stepped:
-    """Step the env with ``gen`` (in an env thread): the answer and the step's result."""
-    return Stepped(gen, answered_at, step(gen.text))
+class _Landing:
+    """Where a lockstep env step's outcome goes: :meth:`EpisodeDriver._landed`, or the
+    episode's waiter when the step failed (what a lockstep batch needs of a future)."""
+
+    __slots__ = ("answered_at", "asked_in", "driver", "ep", "generation", "version", "waiter")
+
+    def __init__(
+        self,
+        driver: EpisodeDriver,
+        ep: Episode,
+        waiter: asyncio.Future[Any],
+        generation: Generation,
+        version: int,
+        asked_in: int,
+        answered_at: float,
+    ):
+        self.driver, self.ep, self.waiter = driver, ep, waiter
+        self.generation, self.version, self.asked_in = generation, version, asked_in
+        self.answered_at = answered_at
+
+    def done(self) -> bool:
+        return self.waiter.done()
+
+    def set_result(self, result: StepResult) -> None:
+        self.driver._landed(self, result)
+
+    def set_exception(self, exc: BaseException) -> None:
+        self.waiter.set_exception(exc)
 
 
 def notify(call: CallState, fn: Callable[..., Any] | None, *args: Any) -> None:

@@ -23,8 +23,10 @@ that had not returned yet time out (their attempts fail and are played again, th
 on). This costs one hand-off and one event-loop wake-up per turn instead of one per episode,
 as the synchronous loops this mode replaced did. The steps of a turn go out from the
 answer itself: when the policy's batch comes back, each episode whose task still waits
-has its env step queued at once (``step_when_answered``, set by the episode driver), and
-its task wakes once, with the answer and the step's outcome together. The policy is
+has its env step queued at once (``step_when_answered``, set by the episode driver); where
+the step lands, the driver records it and asks for the next action, and the episode's task
+wakes only when there is something for it to do (the episode ended, the step failed, the
+call stops, a branch point is to be taken). The policy is
 called on a thread of its own (the event loop stays free for the turn's timers and stops)
 unless it declares ``acts_inline = True``: a policy whose ``act`` is quick and never waits
 for anything (:class:`~agentgym.agents.RandomPolicy`) is called on the event loop itself,
@@ -49,7 +51,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 from agentgym.agents.base import Generation, Policy, PolicyInput
 from agentgym.error import InvalidConfigError
@@ -67,6 +69,17 @@ _Job = Callable[[], Callable[[], None] | None]
 WAITING_CALL_S = 50e-6
 """A turn whose calls spent more than this per call waiting (wall time minus the thread's
 CPU time: I/O, a worker process, a lock) fans its next turn out, a thread per call."""
+
+
+class Outcome(Protocol):
+    """Where an env call's outcome goes: an asyncio future, or anything that takes an
+    outcome the same way (the episode driver's step landing)."""
+
+    def done(self) -> bool: ...
+
+    def set_result(self, result: Any) -> None: ...
+
+    def set_exception(self, exc: BaseException) -> None: ...
 
 
 class LockstepBatches:
@@ -132,17 +145,22 @@ class LockstepBatches:
         self._waiters[request] = waiter
         return waiter
 
+    def wait_with(self, request: asyncio.Future[Generation], waiter: asyncio.Future[Any]) -> None:
+        """Answer ``request`` into ``waiter``, which a task already awaits (the episode
+        driver asks an episode's next action without waking its task)."""
+        self._waiters[request] = waiter
+
     def env_call(
         self,
         timeout_s: float,
         lanes: int,
         fn: Callable[..., Any],
         *args: Any,
-        into: asyncio.Future[Any] | None = None,
-    ) -> asyncio.Future[Any]:
+        into: Outcome | None = None,
+    ) -> Any:
         """An episode's env call (reset, step), sent with the others of its turn on at
         most ``lanes`` + :data:`SPARE_THREADS` threads; see :class:`TurnEnvCalls`. Its
-        outcome settles ``into`` when given (an episode's waiter), else a new future."""
+        outcome settles ``into`` when given (an episode's step landing), else a new future."""
         calls = self.env_calls
         if calls is None or calls.timeout_s != timeout_s:
             if calls is not None:
@@ -265,9 +283,7 @@ class TurnEnvCalls:
         self.fan_out = False
         """Whether the next batch starts a thread per call (its predecessor's calls waited)."""
 
-    def call(
-        self, fn: Callable[..., Any], *args: Any, into: asyncio.Future[Any] | None = None
-    ) -> asyncio.Future[Any]:
+    def call(self, fn: Callable[..., Any], *args: Any, into: Outcome | None = None) -> Outcome:
         """``fn(*args)`` in a worker thread, with the calls queued alongside it; its
         future (``into``, or a new one) holds the result, the exception it raised, or a
         ``TimeoutError`` when it had not returned ``timeout_s`` after its batch went out.
@@ -353,7 +369,7 @@ class _Batch:
     ):
         self.loop = loop
         self.timeout_s = timeout_s
-        self.calls: list[tuple[Callable[..., Any], tuple[Any, ...], asyncio.Future[Any]]] = []
+        self.calls: list[tuple[Callable[..., Any], tuple[Any, ...], Outcome]] = []
         self._learn = learn
         self._outcomes: list[tuple[bool, Any] | None] = []
         self._left = 0
@@ -368,9 +384,7 @@ class _Batch:
         self._returned_at_look = 0
         """Calls that had returned when the recruiter last looked."""
 
-    def add(
-        self, fn: Callable[..., Any], args: tuple[Any, ...], future: asyncio.Future[Any] | None
-    ) -> asyncio.Future[Any]:
+    def add(self, fn: Callable[..., Any], args: tuple[Any, ...], future: Outcome | None) -> Outcome:
         if future is None:
             future = self.loop.create_future()
         self.calls.append((fn, args, future))

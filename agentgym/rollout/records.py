@@ -52,6 +52,8 @@ class Episode:
     pending: Any = None
     """``(request, policy_version, call index)`` of a policy request still in flight when a
     collect call stopped; the next call awaits it instead of asking again."""
+    asked_at: float = 0.0
+    """``time.perf_counter()`` when its current policy request was made (or taken over)."""
     phase: str | None = None
     """What its task is waiting for (``slot``, ``acquire``, ``reset``, ``policy``,
     ``step``; None between them): where a stop finds it."""

@@ -487,3 +487,65 @@ def test_an_answer_to_a_waiting_episode_goes_to_its_step_not_to_its_task() -> No
     assert not waiters[0].done()  # left for the env step to settle
     assert handed[0][1] == requests[0].result().text
     assert requests[1].result().text in ("left", "up")  # answered, for the next call
+
+
+def test_an_episodes_task_wakes_at_its_end_not_at_every_step(monkeypatch) -> None:
+    """A lockstep step that leaves the task nothing to do is recorded, and the next action
+    asked for, where the step lands: the task's one wait spans its whole episode."""
+    from agentgym.rollout.driver import EpisodeDriver
+
+    turns = []
+    real_turn = EpisodeDriver._turn
+
+    async def counted(self, call, ep):
+        turns.append(ep.traj_id)
+        return await real_turn(self, call, ep)
+
+    monkeypatch.setattr(EpisodeDriver, "_turn", counted)
+    events: list[Any] = []
+    config = RolloutConfig(group_size=1, max_in_flight=3, partial=False, lockstep=True)
+    source = LocalEnvSource(SOKOBAN, factory=lambda: gym.make(SOKOBAN, max_turns=6))
+    engine = RolloutEngine(
+        source, RandomPolicy(0), range(6), config, EpisodeCallbacks(on_step=events.append)
+    )
+    try:
+        collection = engine.collect_sync(6)
+    finally:
+        engine.close()
+    episodes = [g.members[0] for g in collection.groups]
+    steps = sum(len(ep.steps) for ep in episodes)
+    assert all(ep.status == "done" for ep in episodes) and steps > 2 * len(episodes)
+    assert sorted(turns) == sorted(ep.traj_id for ep in episodes)  # one wake-up each
+    assert len(events) == steps == collection.summary.env_steps
+    for ep in episodes:  # every step recorded in order, with the call that asked for it
+        assert [s.step for s in ep.steps] == list(range(len(ep.steps)))
+        assert ep.step_collects == [0] * len(ep.steps) and len(ep.chat.turns) == len(ep.steps)
+
+
+def test_an_on_step_callback_that_raises_between_steps_stops_the_call_and_frees_every_env() -> None:
+    """The callback runs where the step landed (no task of its own around it): its error
+    still stops the call, is raised as the call's error, and no env is left lent."""
+    seen: list[Any] = []
+
+    def on_step(event: Any) -> None:
+        seen.append(event)
+        if len(seen) == 5:
+            raise LookupError("the recorder's disk is full")
+
+    config = RolloutConfig(group_size=1, max_in_flight=2, partial=False, lockstep=True)
+    with EnvPool([lambda: gym.make(SOKOBAN, max_turns=20)] * 2) as pool:
+        engine = RolloutEngine(
+            PoolEnvSource(pool),
+            RandomPolicy(0),
+            range(4),
+            config,
+            EpisodeCallbacks(on_step=on_step),
+        )
+        try:
+            with pytest.raises(CollectionError) as caught:
+                engine.collect_sync(4)
+        finally:
+            engine.close()
+        assert isinstance(caught.value.error, LookupError)
+        assert engine.slots_out == 0
+    assert 5 <= len(seen) <= 5 + 2  # at most the rest of that turn's steps landed after it
