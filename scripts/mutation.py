@@ -893,6 +893,10 @@ EQUIVALENT: dict[str, str] = {
     "branch-slots:PoolEnvSource._replace:return:+16.8": (
         "None is as false as False: release() only tests the result for truth"
     ),
+    "lockstep-steps:EpisodeDriver._landed:guard:+7.8": (
+        "a second look: a batch sets no outcome on a target that is done already "
+        "(_Batch._answer skips it), and a landing is done exactly when its waiter is"
+    ),
     "lockstep-env-calls:_Batch._recruit:guard:+6.8": (
         "a fast path: with no call left to start, the helpers handed out are none (an "
         "empty put) or the timer looks again until the batch's answer cancels it"

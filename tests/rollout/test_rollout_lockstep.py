@@ -104,10 +104,13 @@ def test_a_failing_policy_stops_the_call_with_its_own_error_and_nothing_is_retri
     config = RolloutConfig(group_size=1, max_in_flight=2, partial=False, lockstep=True)
     with EnvPool([lambda: gym.make(SOKOBAN)] * 2) as pool:
         engine = RolloutEngine(PoolEnvSource(pool), Broken(), range(4), config)
+        began = time.perf_counter()
         try:
             with pytest.raises(CollectionError) as caught:
                 engine.collect_sync(4)
             assert isinstance(caught.value.error, ZeroDivisionError)
+            waited = caught.value.collection.summary.policy_seconds  # the failed waits count
+            assert 0 < waited <= 2 * (time.perf_counter() - began)
             assert caught.value.collection.summary.retries == 0
             assert caught.value.collection.summary.infra_failures == 0
         finally:
