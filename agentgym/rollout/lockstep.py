@@ -380,7 +380,6 @@ class _Batch:
         self._workers: _Workers | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._recruiter: asyncio.TimerHandle | None = None
-        self._recruit_after_s = 0.0
         self._returned_at_look = 0
         """Calls that had returned when the recruiter last looked."""
 
@@ -407,10 +406,9 @@ class _Batch:
             return
         self._hand_out(len(self._todo) if fan_out else 1)
         if not fan_out and len(self._todo) > 1:
-            self._recruit_after_s = recruit_after_s
-            self._recruiter = self.loop.call_later(recruit_after_s, self._recruit)
+            self._recruiter = self.loop.call_later(recruit_after_s, self._recruit, recruit_after_s)
 
-    def _recruit(self) -> None:
+    def _recruit(self, after_s: float) -> None:
         """The batch is not done. When no call returned since the last look (one is slow or
         hung), a helper for every call not started yet; else look again later: quick calls
         keep the GIL busy, and helpers would only contend for it."""
@@ -420,7 +418,7 @@ class _Batch:
             return
         if returned > self._returned_at_look:
             self._returned_at_look = returned
-            self._recruiter = self.loop.call_later(self._recruit_after_s, self._recruit)
+            self._recruiter = self.loop.call_later(after_s, self._recruit, after_s)
             return
         self._hand_out(waiting)
 

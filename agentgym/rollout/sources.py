@@ -335,9 +335,6 @@ class _ServeSlot:
     def __init__(self, source: ServeEnvSource, episode_id: str):
         self.source = source
         self.episode_id = episode_id
-        self.idle = threading.Event()
-        """Set while none of this slot's calls is under way (see :meth:`ServeEnvSource.release`)."""
-        self.idle.set()
 
     @property
     def env(self) -> Any:
@@ -345,14 +342,11 @@ class _ServeSlot:
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         body = {**body, "episode_id": self.episode_id}
-        self.idle.clear()
         try:
-            with self.source.call_under_way():
+            with self.source.call_under_way(self):
                 resp = self.source.client.post(self.source.url + path, json=body)
         except Exception as exc:
             raise ServeSessionError(f"{path} on {self.source.url} failed: {exc}") from exc
-        finally:
-            self.idle.set()
         if resp.status_code != 200:
             raise ServeSessionError(
                 f"{path} of session {self.episode_id} answered HTTP {resp.status_code}: "
@@ -438,8 +432,10 @@ class ServeEnvSource:
         self._free: list[_ServeSlot] = []
         self._held: set[str] = set()  # sessions this source may hold on the server
         self._lock = threading.Lock()
-        self._calls = 0  # slot calls under way (worker threads of the engine)
-        self._calls_ended = threading.Condition(self._lock)
+        self._busy: set[_ServeSlot] = set()
+        """Slots with a call under way (from the engine's worker threads; one at a time
+        each: a slot whose call was cut short comes back unhealthy, never to be lent)."""
+        self._call_ended = threading.Condition(self._lock)
 
     def acquire(self) -> EnvSlot:
         with self._lock:
@@ -460,20 +456,22 @@ class ServeEnvSource:
     def _close_when_idle(self, slot: _ServeSlot) -> None:
         """Close ``slot``'s session once its call under way (if any) has ended: at most the
         client's timeout for each of the call's phases (connect, write, read, pool)."""
-        slot.idle.wait(4 * self.timeout_s)
+        with self._lock:
+            self._call_ended.wait_for(lambda: slot not in self._busy, 4 * self.timeout_s)
         self._close_sessions([slot.episode_id])
 
     @contextlib.contextmanager
-    def call_under_way(self) -> Iterator[None]:
-        """Count a slot's call to the server while it runs (see :meth:`close`)."""
+    def call_under_way(self, slot: _ServeSlot) -> Iterator[None]:
+        """Mark ``slot``'s call to the server as under way while it runs (see
+        :meth:`release` and :meth:`close`)."""
         with self._lock:
-            self._calls += 1
+            self._busy.add(slot)
         try:
             yield
         finally:
             with self._lock:
-                self._calls -= 1
-                self._calls_ended.notify_all()
+                self._busy.discard(slot)
+                self._call_ended.notify_all()
 
     def close(self) -> None:
         """Close every server session this source opened (those a background close of a
@@ -484,7 +482,7 @@ class ServeEnvSource:
         ``/reset`` still on its way could otherwise reach the server after this method's
         ``/close`` for its session, and open a session nobody closes."""
         with self._lock:
-            self._calls_ended.wait_for(lambda: self._calls == 0, self.CLOSE_TIMEOUT_S)
+            self._call_ended.wait_for(lambda: not self._busy, self.CLOSE_TIMEOUT_S)
             ids, self._free = sorted(self._held), []
         try:
             self._close_sessions(ids)

@@ -148,10 +148,10 @@ def test_a_turn_gets_helpers_only_when_no_call_returned_since_the_last_look() ->
             assert batch is not None
             loop = asyncio.get_running_loop()
             assert await loop.run_in_executor(None, stuck.entered.wait, DEADLINE_S)
-            batch._recruit()  # the first call returned since the start: no helper yet
+            batch._recruit(3600.0)  # the first call returned since the start: no helper yet
             assert calls.workers.threads == 1 and not futures[2].done()
             assert len(batch._todo) == 1  # the third call still waits for a thread
-            batch._recruit()  # nothing returned since: a helper for the third call
+            batch._recruit(3600.0)  # nothing returned since: a helper for the third call
             deadline = time.monotonic() + DEADLINE_S
             while batch._outcomes[2] is None:  # futures are answered at the batch's end
                 assert time.monotonic() < deadline, "no helper ran the third call"
@@ -500,7 +500,7 @@ def test_a_closed_pool_fails_the_unstarted_calls_and_leaves_the_running_one_its_
         loop = asyncio.get_running_loop()
         assert await loop.run_in_executor(None, first.entered.wait, DEADLINE_S)
         calls.close()
-        batch._recruit()  # what the recruit timer does: a helper for the unstarted call
+        batch._recruit(3600.0)  # what the recruit timer does: a helper for the unstarted call
         await asyncio.sleep(0)  # an answer sent early would arrive now
         first.release.set()
         return await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), DEADLINE_S)
