@@ -87,7 +87,7 @@ def play(
         PoolEnvSource(pool), policy, range(seed, seed + episodes), config, tally.callbacks()
     )
     try:
-        engine.run_to_end(episodes, on_group=lambda _group: bar.update(1))
+        engine.run_to_end(episodes, on_group=lambda _group: bar.update(1), keep=False)
     finally:
         bar.close()
         pool.close()
@@ -96,7 +96,8 @@ def play(
 
 class _Tally:
     """Builds each episode's :class:`EpisodeSummary` from the engine's events and passes
-    them on to the caller's callbacks."""
+    them on to the caller's callbacks. The engine's own summary of an attempt (``on_end``)
+    holds its counts, so no callback runs per step unless the caller gave ``on_step``."""
 
     def __init__(
         self,
@@ -114,7 +115,7 @@ class _Tally:
     def callbacks(self) -> EpisodeCallbacks:
         return EpisodeCallbacks(
             on_reset=self.on_reset,
-            on_step=self.on_step,
+            on_step=self.user_step,
             on_end=self.on_end,
             on_episode=self.on_episode,
         )
@@ -125,16 +126,6 @@ class _Tally:
         if self.user_reset:
             self.user_reset(slot, episode, obs, info)
 
-    def on_step(self, event: StepEvent) -> None:
-        summary = self.summaries[event.episode]
-        summary.turns += 1
-        summary.total_reward += event.reward
-        summary.invalid_actions += int(not event.info.get("action_valid", True))
-        for k, v in event.info.get("reward_components", {}).items():
-            summary.components[k] = summary.components.get(k, 0.0) + float(v)
-        if self.user_step:
-            self.user_step(event)
-
     def on_episode(self, ep: Episode) -> None:
         """An episode whose last attempt could not even reset its env stops the run with
         the env's own error (a missing browser, a bad keyword): there is nothing to play."""
@@ -144,6 +135,8 @@ class _Tally:
 
     def on_end(self, slot: int, ended: EpisodeSummary) -> None:
         summary = self.summaries[ended.episode]
+        summary.turns, summary.total_reward = ended.turns, ended.total_reward
+        summary.invalid_actions, summary.components = ended.invalid_actions, ended.components
         summary.terminated, summary.truncated = ended.terminated, ended.truncated
         summary.success, summary.error = ended.success, ended.error
         if self.user_end:

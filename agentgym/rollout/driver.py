@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from agentgym.agents.base import Generation, PolicyInput
 from agentgym.pools import StepResult
@@ -65,8 +65,12 @@ class CallState:
     stopping: bool = False
     error: BaseException | None = None
     """The first error that stops the call (raised as a CollectionError)."""
+    keep: bool = True
+    """Whether released groups are kept for the collection (else only counted)."""
     released: list[Group] = field(default_factory=list)
     """Groups this call finished (or took over from a cancelled call), in order."""
+    usable_released: int = 0
+    """How many of the groups released to this call (kept or not) are usable."""
     launched: int = 0
     """Groups this call started."""
     failure_run: int = 0
@@ -237,7 +241,8 @@ class EpisodeDriver:
             if caller_mistake(exc) or self.lockstep is not None:
                 raise  # not infrastructure: a refused request, or a local policy's error
             raise InfraFailure("policy_error", f"{type(exc).__name__}: {exc}") from exc
-        if type(answer) is Stepped:
+        step: Stepped
+        if isinstance(answer, Stepped):  # a lockstep answer whose env step has landed
             step = answer
         else:
             answered_at = time.perf_counter()
@@ -271,30 +276,39 @@ class EpisodeDriver:
 
     @staticmethod
     def _record(ep: Episode, step: Stepped) -> bool:
-        """Append the step to the episode (steps, tokens, chat, info); True when it ended."""
+        """Append the step to the episode (steps, tokens, reward components, chat, info);
+        True when it ended. Runs once per step: positional arguments (a dataclass takes
+        keywords at twice the cost)."""
         gen, res = step.generation, step.result
+        info = res.info
         done = bool(res.terminated or res.truncated)
         ep.steps.append(
-            StepRecord(
-                group_id=ep.group_id,
-                traj_id=ep.traj_id,
-                step=len(ep.steps),
-                state_key=str(ep.info.get("state_key", "")),
-                generation=gen,
-                reward=float(res.reward),
-                valid=bool(res.info.get("action_valid", True)),
-                done=done,
-                success=bool(res.info.get("success", False)) if done else False,
-                policy_version=step.version,
+            StepRecord(  # group_id, traj_id, step, state_key, generation, reward, valid, done,
+                ep.group_id,  # success, node, policy_version
+                ep.traj_id,
+                len(ep.steps),
+                str(ep.info.get("state_key", "")),
+                gen,
+                float(res.reward),
+                bool(info.get("action_valid", True)),
+                done,
+                bool(info.get("success", False)) if done else False,
+                -1,
+                step.version,
             )
         )
         ep.step_collects.append(step.asked_in)
         ep.step_tokens.append(generation_tokens(gen))
+        components = info.get("reward_components")
+        if components:
+            summed = ep.components
+            for name, value in components.items():
+                summed[name] = summed.get(name, 0.0) + float(value)
         assert ep.chat is not None
         ep.chat.turns.append(
             ({"role": "assistant", "content": gen.text}, observation_message(res.obs))
         )
-        ep.info = merge_step_info(ep.info, res.info)
+        ep.info = merge_step_info(ep.info, info)
         return done
 
     def _tell(
@@ -331,14 +345,7 @@ class EpisodeDriver:
         ep, waiter = landing.ep, landing.waiter
         if waiter.done():  # its task was cancelled meanwhile: the attempt was interrupted
             return
-        step = Stepped(
-            landing.generation,
-            result,
-            landing.version,
-            landing.asked_in,
-            ep.asked_at,
-            landing.answered_at,
-        )
+        landing.result, landing.asked_at = result, ep.asked_at
         call = self._calls.get(ep)
         if (
             call is None
@@ -349,13 +356,13 @@ class EpisodeDriver:
             or result.info.get("env_error")
             or self.config.keep_branch_points
         ):
-            waiter.set_result(step)
+            waiter.set_result(landing)
             return
         assert self.lockstep is not None
         try:
-            policy_s, env_s = self._account(call, ep, step)
-            self._record(ep, step)
-            self._tell(call, ep, step, policy_s, env_s)
+            policy_s, env_s = self._account(call, ep, landing)
+            self._record(ep, landing)
+            self._tell(call, ep, landing, policy_s, env_s)
             ep.phase = "policy"
             request, _, _ = self._request(call, ep)
             ep.asked_at = time.perf_counter()
@@ -457,31 +464,40 @@ class EpisodeDriver:
                 terminated=bool(last is not None and last.terminated),
                 truncated=bool(last is not None and last.truncated),
                 error=ep.cause,
+                components=dict(ep.components),
             )
             notify(call, callbacks.on_end, ep.traj_id, summary)
         notify(call, callbacks.on_episode, ep)
 
 
-class Stepped(NamedTuple):
-    """A policy's answer and the env step it was sent to, with what its records need."""
+class Stepped:
+    """A policy's answer and the env step it was sent to, with what its records need:
+    the policy version of the request (``version``), the index of the collect call that
+    asked for it (``asked_in``), and ``time.perf_counter()`` when the request was made or
+    taken over by this call (``asked_at``) and when the answer came back
+    (``answered_at``)."""
 
-    generation: Generation
-    result: StepResult
-    version: int
-    """The policy version of the request (its ``policy_version`` in the step row)."""
-    asked_in: int
-    """The index of the collect call that asked for it."""
-    asked_at: float
-    """``time.perf_counter()`` when the request was made (or taken over by this call)."""
-    answered_at: float
-    """``time.perf_counter()`` when the policy's answer came back."""
+    __slots__ = ("answered_at", "asked_at", "asked_in", "generation", "result", "version")
+
+    def __init__(
+        self,
+        generation: Generation,
+        result: StepResult,
+        version: int,
+        asked_in: int,
+        asked_at: float,
+        answered_at: float,
+    ):
+        self.generation, self.result, self.version = generation, result, version
+        self.asked_in, self.asked_at, self.answered_at = asked_in, asked_at, answered_at
 
 
-class _Landing:
-    """Where a lockstep env step's outcome goes: :meth:`EpisodeDriver._landed`, or the
-    episode's waiter when the step failed (what a lockstep batch needs of a future)."""
+class _Landing(Stepped):
+    """A lockstep step on its way: where its env call's outcome goes
+    (:meth:`EpisodeDriver._landed`, or the episode's waiter when the step failed; what a
+    lockstep batch needs of a future). Once landed it is the :class:`Stepped` itself."""
 
-    __slots__ = ("answered_at", "asked_in", "driver", "ep", "generation", "version", "waiter")
+    __slots__ = ("driver", "ep", "waiter")
 
     def __init__(
         self,
@@ -496,6 +512,8 @@ class _Landing:
         self.driver, self.ep, self.waiter = driver, ep, waiter
         self.generation, self.version, self.asked_in = generation, version, asked_in
         self.answered_at = answered_at
+        self.result = None  # type: ignore[assignment]  # set where it lands
+        self.asked_at = 0.0
 
     def done(self) -> bool:
         return self.waiter.done()
@@ -536,7 +554,7 @@ def generation_tokens(gen: Generation) -> int:
     """Tokens of one generation: its token ids, else the server's ``usage``, else words."""
     if gen.token_ids is not None:
         return len(gen.token_ids)
-    usage = gen.meta.get("usage") or {}
+    usage = gen.meta.get("usage") if gen.meta else None
     if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
         return int(usage["completion_tokens"])
     return len(gen.text.split())

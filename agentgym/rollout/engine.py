@@ -57,7 +57,7 @@ from agentgym.rollout.faults import (
 from agentgym.rollout.lockstep import LockstepBatches
 from agentgym.rollout.loop import close_within, run_bounded
 from agentgym.rollout.policy import AsyncPolicy, as_async
-from agentgym.rollout.records import Collection, CollectionSummary, Episode, Group
+from agentgym.rollout.records import ENDED, Collection, CollectionSummary, Episode, Group
 from agentgym.rollout.slots import SlotLedger
 from agentgym.rollout.sources import EnvSource
 from agentgym.rollout.starts import EpisodeStart
@@ -263,6 +263,7 @@ class RolloutEngine:
         *,
         policy_version: int | None = None,
         on_group: Callable[[Group], None] | None = None,
+        keep: bool = True,
     ) -> Collection:
         """Run episodes until ``target_groups`` usable groups were released (``partial``),
         or until the ``target_groups`` groups started here all ended (not ``partial``).
@@ -270,6 +271,9 @@ class RolloutEngine:
         Fewer come back only when the seeds run out. Every group that ended is returned,
         usable or not, so no finished episode is lost. ``on_group(group)`` is called with
         each group as soon as it is released (e.g. to write its episodes to disk at once).
+        With ``keep=False`` (a run that streams its groups through ``on_group``) a group is
+        not kept once ``on_group`` has it: the collection's summary counts it, its
+        ``groups`` list stays empty, and memory does not grow with the run.
 
         Raises:
             CollectionError: a callback raised, or an episode ``failed`` (the policy server
@@ -289,7 +293,7 @@ class RolloutEngine:
         if policy_version is not None:
             self.policy_version = policy_version
         started = time.perf_counter()
-        call = self._open_call(on_group)
+        call = self._open_call(on_group, keep)
         try:
             await self._settle_leftovers(call)
             self._resume_carried(call)
@@ -310,6 +314,7 @@ class RolloutEngine:
         *,
         policy_version: int | None = None,
         on_group: Callable[[Group], None] | None = None,
+        keep: bool = True,
     ) -> Collection:
         """:meth:`collect` from synchronous code, on its own event loop.
 
@@ -318,18 +323,24 @@ class RolloutEngine:
         policy's HTTP client of that loop is closed at the end (:meth:`collect_and_close`).
         """
         return run_bounded(
-            self.collect_and_close(target_groups, policy_version=policy_version, on_group=on_group)
+            self.collect_and_close(
+                target_groups, policy_version=policy_version, on_group=on_group, keep=keep
+            )
         )
 
     def run_to_end(
-        self, target_groups: int, *, on_group: Callable[[Group], None] | None = None
+        self,
+        target_groups: int,
+        *,
+        on_group: Callable[[Group], None] | None = None,
+        keep: bool = True,
     ) -> Collection:
         """:meth:`collect_sync`, then :meth:`close`, for a caller with one batch of work
         (``play``, group rollouts, held-out evaluation). In lockstep mode the exception a
         local policy or a callback raised is raised as itself, not wrapped in a
         :class:`~agentgym.rollout.faults.CollectionError` (a run of failures still is)."""
         try:
-            return self.collect_sync(target_groups, on_group=on_group)
+            return self.collect_sync(target_groups, on_group=on_group, keep=keep)
         except CollectionError as exc:
             if self.config.lockstep and not isinstance(exc, FailureRunError):
                 raise exc.error from None
@@ -343,12 +354,13 @@ class RolloutEngine:
         *,
         policy_version: int | None = None,
         on_group: Callable[[Group], None] | None = None,
+        keep: bool = True,
     ) -> Collection:
         """:meth:`collect`, then close the policy's HTTP client bound to this event loop
         (for a loop that ends after this call; at most 2 s, whatever the close does)."""
         try:
             return await self.collect(
-                target_groups, policy_version=policy_version, on_group=on_group
+                target_groups, policy_version=policy_version, on_group=on_group, keep=keep
             )
         finally:
             await close_within(self.policy, timeout_s=2.0)
@@ -378,15 +390,21 @@ class RolloutEngine:
 
     # ---------------------------------------------------------------- one call
 
-    def _open_call(self, on_group: Callable[[Group], None] | None) -> CallState:
+    def _open_call(self, on_group: Callable[[Group], None] | None, keep: bool) -> CallState:
         call = CallState(
-            self._collects, CollectionSummary(), asyncio.Event(), self.policy_version, on_group
+            self._collects,
+            CollectionSummary(),
+            asyncio.Event(),
+            self.policy_version,
+            on_group,
+            keep=keep,
         )
         self._collects += 1
         if self._lockstep is not None:
             self._lockstep.wake = call.changed.set
         call.released = self._undelivered  # the same list: kept until handed back
         call.summary.delivered_late = len(call.released)
+        call.usable_released = sum(g.usable for g in call.released)
         return call
 
     async def _fill(self, call: CallState, target_groups: int) -> None:
@@ -412,7 +430,7 @@ class RolloutEngine:
     def _target_met(self, call: CallState, target_groups: int) -> bool:
         """``partial``: enough usable groups were released (those handed over from a
         cancelled call count). Not ``partial``, a call never stops early."""
-        return self.config.partial and sum(g.usable for g in call.released) >= target_groups
+        return self.config.partial and call.usable_released >= target_groups
 
     async def _halt(self, call: CallState) -> None:
         """Stop every episode of the call: one waiting for a slot or its policy pauses at
@@ -457,19 +475,26 @@ class RolloutEngine:
 
     def _collection(self, call: CallState, started: float) -> Collection:
         released, summary = call.released, call.summary
-        summary.groups = len(released)
-        summary.usable_groups = sum(g.usable for g in released)
+        for g in released:
+            self._count(call, g)
         summary.excluded_groups = summary.groups - summary.usable_groups
         summary.carried_out = len(self.carried)
-        for g in released:
-            for ep in g.members:
-                summary.episodes_finished += ep.status == "done"
-                summary.tokens += ep.tokens
-                summary.carried_tokens += sum(
-                    n for n, c in zip(ep.step_tokens, ep.step_collects) if c < call.index
-                )
         summary.seconds = time.perf_counter() - started
         return Collection(released, summary, self.policy_version)
+
+    @staticmethod
+    def _count(call: CallState, group: Group) -> None:
+        """Count a released group in the call's summary (when the collection is made, or
+        when it is released for a call that does not keep it)."""
+        summary = call.summary
+        summary.groups += 1
+        summary.usable_groups += group.usable
+        for ep in group.members:
+            summary.episodes_finished += ep.status == "done"
+            summary.tokens += ep.tokens
+            summary.carried_tokens += sum(
+                n for n, c in zip(ep.step_tokens, ep.step_collects) if c < call.index
+            )
 
     # ---------------------------------------------------------------- scheduling
 
@@ -600,6 +625,7 @@ class RolloutEngine:
         ep.steps.clear()
         ep.step_collects.clear()
         ep.step_tokens.clear()
+        ep.components.clear()
         ep.branch_points.clear()
         ep.chat = None
 
@@ -677,17 +703,20 @@ class RolloutEngine:
         ends (``final``), a group with a member that failed in the current run of failures
         is held back: if the run turns out to be an outage, that member is played again."""
         held = set(self._ended) | (set() if final else set(call.run_attempts))
-
-        def settled(group: Group) -> bool:
-            return group.ended and not any(
-                ep.driver is not None or ep in held for ep in group.members
-            )
-
         done: list[Group] = []
         still: list[Group] = []
-        for group in self._open:
-            (done if settled(group) else still).append(group)
+        for group in self._open:  # settled: every member ended, its task gone, not held
+            for ep in group.members:
+                if ep.status not in ENDED or ep.driver is not None or ep in held:
+                    still.append(group)
+                    break
+            else:
+                done.append(group)
         self._open = still
         for group in done:
-            call.released.append(group)
+            call.usable_released += group.usable
+            if call.keep:
+                call.released.append(group)
+            else:
+                self._count(call, group)
             notify(call, call.on_group, group)

@@ -168,10 +168,6 @@ class LockstepBatches:
             calls = self.env_calls = TurnEnvCalls(timeout_s, lanes + SPARE_THREADS)
         return calls.call(fn, *args, into=into)
 
-    def _waiting(self, ep: Episode, loop: asyncio.AbstractEventLoop) -> bool:
-        entry = self._asked.get(ep)
-        return entry is not None and entry[1].get_loop() is loop and not entry[1].done()
-
     def _forget_withdrawn(self) -> None:
         """Drop the requests cancelled before their turn was sent (their episodes stopped)."""
         for ep, (_, future) in list(self._asked.items()):
@@ -188,8 +184,11 @@ class LockstepBatches:
         if not running or len(self._asked) < len(running):  # some have not asked yet
             return
         loop = asyncio.get_running_loop()  # while a turn is out, nobody waits to be sent
-        if not all(self._waiting(ep, loop) for ep in running):
-            return
+        asked = self._asked
+        for ep in running:  # each has a request of this loop still waiting (once a turn)
+            entry = asked.get(ep)
+            if entry is None or entry[1].done() or entry[1].get_loop() is not loop:
+                return
         order = self._assign_lanes(running)
         batch = [(ep, *self._asked.pop(ep)) for ep in order]
         if self._asked:

@@ -20,6 +20,9 @@ Status = Literal["pending", "running", "paused", "done", "infra_failure", "faile
 an error that a retry cannot cure (a request the policy server refused); both carry a
 cause."""
 
+ENDED: frozenset[str] = frozenset({"done", "infra_failure", "failed"})
+"""The statuses of an attempt that ended."""
+
 
 @dataclass(eq=False)
 class Episode:
@@ -45,6 +48,9 @@ class Episode:
     step_collects: list[int] = field(default_factory=list)
     """For each step, the index of the collection call that asked for its generation."""
     step_tokens: list[int] = field(default_factory=list)
+    components: dict[str, float] = field(default_factory=dict)
+    """Each named reward component (the steps' ``info["reward_components"]``) summed over
+    its steps."""
     chat: Chat | None = None
     info: dict[str, Any] = field(default_factory=dict)
     slot: Any = None
@@ -75,7 +81,7 @@ class Episode:
 
     @property
     def ended(self) -> bool:
-        return self.status in ("done", "infra_failure", "failed")
+        return self.status in ENDED
 
     @property
     def total_reward(self) -> float:

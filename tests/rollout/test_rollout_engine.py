@@ -197,6 +197,8 @@ def test_stale_carried_episodes_start_over() -> None:
     second = asyncio.run(calls())
     assert second.summary.restarted_stale == 4
     assert all({s.policy_version for s in ep.steps} == {2} for ep in second.episodes)
+    # Sokoban charges its step component -1 per step: nothing summed before the restart
+    assert all(ep.components["step"] == -len(ep.steps) for ep in second.episodes)
     assert second.summary.carried_tokens == 0
     engine.close()
 
