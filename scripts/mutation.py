@@ -571,14 +571,23 @@ TARGETS: tuple[Target, ...] = (
             "RolloutEngine._forgive",
             "RolloutEngine._release",
             "RolloutEngine._collection",
+            "RolloutEngine._count",
         ),
         (
             "tests/rollout/test_rollout_counting.py",
+            "tests/rollout/test_rollout_streaming.py",
             "tests/rollout/test_rollout_faults.py",
             "tests/rollout/test_rollout_lockstep.py",
             "tests/rl/test_rl_rollouts_pinned.py",
         ),
         limit=50,
+    ),
+    Target(
+        "play-tally",
+        "agentgym/episodes.py",
+        ("_Tally.callbacks", "_Tally.on_reset", "_Tally.on_end"),
+        ("tests/rollout/test_rollout_streaming.py", "tests/rollout/test_play_pinned.py"),
+        limit=15,
     ),
     Target(
         "heldout-seeds",
@@ -592,7 +601,6 @@ TARGETS: tuple[Target, ...] = (
         "agentgym/rollout/lockstep.py",
         (
             "LockstepBatches.act",
-            "LockstepBatches._waiting",
             "LockstepBatches.flush_if_all_asked",
             "LockstepBatches._assign_lanes",
             "LockstepBatches._send",
@@ -612,11 +620,13 @@ TARGETS: tuple[Target, ...] = (
         (
             "EpisodeDriver._turn",
             "EpisodeDriver._account",
+            "EpisodeDriver._record",
             "EpisodeDriver._step_answered",
             "EpisodeDriver._landed",
         ),
         (
             "tests/rollout/test_rollout_lockstep.py",
+            "tests/rollout/test_rollout_streaming.py",
             "tests/rollout/test_rollout_lockstep_steps.py",
             "tests/rollout/test_rollout_faults.py",
             "tests/rollout/test_rollout_starts.py",
