@@ -5,7 +5,8 @@
 #   bash scripts/setup.sh --dev    # the same + test and lint tools
 #
 # System packages: Chromium (web envs, viewer tests), tesseract (OCR tool of the visual envs),
-# bubblewrap (sandbox layer), DejaVu fonts (rendered tasks). PyTorch is installed first as the
+# bubblewrap (sandbox layer), DejaVu fonts (rendered tasks); with --dev, valgrind (the lockstep
+# benchmark counts instructions under callgrind). PyTorch is installed first as the
 # CPU build (torch==2.13.0), so that no other requirement pulls a CUDA build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,7 @@ if [[ "${1:-}" == "--dev" ]]; then extras="all,dev"; fi
 PYTHON="${PYTHON:-python3}"
 
 APT_PACKAGES=(chromium tesseract-ocr tesseract-ocr-eng bubblewrap fonts-dejavu-core)
+if [[ "$extras" == *dev* ]]; then APT_PACKAGES+=(valgrind); fi
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
