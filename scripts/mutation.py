@@ -842,12 +842,12 @@ EQUIVALENT: dict[str, str] = {
     ),
     "lockstep:LockstepBatches.flush_if_all_asked:guard:+6.8": (
         "a fast path: with fewer requests than running episodes, some episode is not waiting, "
-        "so the all(...) check below returns too; and the engine never flushes with nothing "
-        "running (it returns from _fill first)"
+        "so the loop below returns too; and the engine never flushes with nothing running "
+        "(it returns from _fill first)"
     ),
     "lockstep:LockstepBatches.flush_if_all_asked:andor:+6.11": (
         "as +6.8: running is never empty here, so the mutated test is always false and the "
-        "all(...) check below decides, as the fast path would have"
+        "loop below decides, as the fast path would have"
     ),
     "trees:tree_rollouts:float:+12.27": (
         "the default env timeout doubled (600 -> 1200 s): telling them apart needs an env "

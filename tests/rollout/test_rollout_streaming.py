@@ -9,9 +9,11 @@ from the engine's own ``on_end`` summary, whose ``components`` are the attempt's
 from __future__ import annotations
 
 import gc
+import time
 import weakref
 from typing import Any
 
+import gymnasium as gym
 import pytest
 
 import agentgym  # noqa: F401  (registers the envs)
@@ -37,7 +39,9 @@ def _collect(keep: bool, lockstep: bool) -> tuple[Any, list[weakref.ref[Group]],
 
     config = RolloutConfig(group_size=2, max_in_flight=4, partial=False, lockstep=lockstep)
     engine = RolloutEngine(LocalEnvSource(SOKOBAN), ScriptedChatPolicy(), range(6), config)
+    started = time.perf_counter()
     collection = engine.run_to_end(6, on_group=on_group, keep=keep)
+    assert 0 < collection.summary.seconds <= time.perf_counter() - started
     return collection, seen, sizes
 
 
@@ -111,3 +115,20 @@ def test_play_summaries_are_the_engines_counts() -> None:
         assert s.components["step"] == -len(steps)
         assert (s.terminated, s.truncated) == (steps[-1].terminated, steps[-1].truncated)
         assert s.env_id == SOKOBAN and s.seed == s.episode
+
+
+class Unsaid(gym.Wrapper):
+    """An env whose steps do not say whether the action was valid."""
+
+    def step(self, action: Any) -> Any:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        info = {k: v for k, v in info.items() if k != "action_valid"}
+        return obs, reward, terminated, truncated, info
+
+
+def test_a_step_whose_env_does_not_say_counts_as_valid() -> None:
+    source = LocalEnvSource(SOKOBAN, factory=lambda: Unsaid(gym.make(SOKOBAN)))
+    config = RolloutConfig(group_size=1, max_in_flight=2, partial=False)
+    collection = RolloutEngine(source, RandomPolicy(0), range(2), config).run_to_end(2)
+    steps = [s for ep in collection.episodes for s in ep.steps]
+    assert steps and all(s.valid for s in steps)
