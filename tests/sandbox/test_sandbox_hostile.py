@@ -185,8 +185,8 @@ CASES = [
         "hidden_tests_not_in_jail",
         "import os\nhits = []\nfor root, dirs, files in os.walk('/'):\n"
         "    dirs[:] = [d for d in dirs if root != '/' or d not in ('proc', 'sys', 'dev', 'usr')]\n"
-        "    if 'site-packages' in root and 'agentgym' not in root:\n"
-        "        continue  # third-party packages (their own data) are visible read-only\n"
+        "    if root.endswith('site-packages'):  # third-party packages (their own data) are\n"
+        "        dirs[:] = [d for d in dirs if 'agentgym' in d]  # visible read-only: not walked\n"
         "    hits += [f for f in files if f.endswith('.jsonl') or f == 'sokoban.py']\n"
         "try:\n    import agentgym\n    hits.append('agentgym importable')\n"
         "except ImportError:\n    pass\nprint('FOUND', hits)\n",
