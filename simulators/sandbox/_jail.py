@@ -2029,14 +2029,17 @@ class Worker:
                 stderr += ("\n" if stderr and not stderr.endswith("\n") else "") + note + "\n"
                 if self._session(req) is None and status in ("ok", "error"):
                     status = "dead"
-            reply({"status": status, "stdout": out["stdout"], "stderr": stderr,
-                   "stdout_dropped": out["stdout_dropped"],
-                   "stderr_dropped": out["stderr_dropped"],
-                   "duration": time.monotonic() - start})  # fmt: skip
+            answer = {"status": status, "stdout": out["stdout"], "stderr": stderr,
+                      "stdout_dropped": out["stdout_dropped"],
+                      "stderr_dropped": out["stderr_dropped"],
+                      "duration": time.monotonic() - start}  # fmt: skip
+            digest = (out["reply"] or {}).get("digest")
+            if status in ("ok", "error") and isinstance(digest, str):
+                answer["digest"] = digest  # the variables after the cell (asked with it)
+            reply(answer)
 
-        self._lineage_op(
-            s, lambda: self._session_call(s, {"op": "run", "code": req["code"]}, deadline, done)
-        )
+        msg = {"op": "run", "code": req["code"], "digest": bool(req.get("digest"))}
+        self._lineage_op(s, lambda: self._session_call(s, msg, deadline, done))
 
     def op_session_digest(self, req: dict, reply) -> None:
         s = self._session(req)
@@ -2375,6 +2378,10 @@ def _session_main(ctl_fd: int) -> int:
                 pass
             quiet.close()
             answer: dict = {"ok": ok}
+            if msg.get("digest"):  # the variables it left, so no second call asks for them
+                # (a value whose repr fails: no digest here; the digest op reports it)
+                with contextlib.suppress(BaseException):
+                    answer["digest"] = _digest(g)
         elif op == "digest":
             answer = {"ok": True, "digest": _digest(g)}
         elif op == "fork":

@@ -11,6 +11,7 @@ observation says so (no time amplification from a long history).
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 import weakref
@@ -30,6 +31,11 @@ def _close_remote(worker: JailedWorker, sid: str, generation: int) -> None:
     """Finalizer: close a session without taking the worker lock (may run inside GC)."""
     if worker.generation == generation:
         worker.pending_closes.append(sid)
+
+
+FRESH_DIGEST = hashlib.blake2b(digest_size=16).hexdigest()
+"""The digest of a session no cell has run in: the jail's ``_digest`` of a namespace with no
+names of its own (a test asks a new session for it)."""
 
 
 class SandboxFullError(AgentGymError, RuntimeError):
@@ -59,6 +65,7 @@ class Session:
         self.limits = limits
         self.history: list[str] = history
         self.rebuilds = 0
+        self._known_digest: tuple[str, str] | None = None  # (sid, digest) after its last cell
         self._sid: str | None = None
         self._generation = -1
         self._finalizer: weakref.finalize | None = None
@@ -145,21 +152,36 @@ class Session:
             if note:
                 return ExecResult(status="dead", stderr=note, duration=time.monotonic() - start)
             left = max(0.001, start + t - time.monotonic())
+            sid = self._sid
+            self._known_digest = None
             reply = self.worker.call(
-                {"op": "session_run", "sid": self._sid, "code": str(code), "timeout": left}, left
-            )
+                {"op": "session_run", "sid": sid, "code": str(code), "timeout": left,
+                 "digest": True}, left,
+            )  # fmt: skip
         except WorkerCrashedError as exc:
             self._attach(None)
             return ExecResult(status="crashed", stderr=f"sandbox worker restarted: {exc}")
         result = replace(ExecResult.from_reply(reply), duration=time.monotonic() - start)
         if result.status in ("ok", "error"):
             self.history.append(str(code))
+            digest = reply.get("digest")
+            if isinstance(digest, str) and sid is not None:
+                self._known_digest = (sid, digest)
         else:  # timeout / output flood / died: the process is gone; rebuild lazily
             self._attach(None)
         return result
 
     def digest(self) -> str:
-        """A digest of the session's variables (names, types, small values)."""
+        """A digest of the session's variables (names, types, small values).
+
+        Asked of the session only when it is not known here: a session no cell has run in
+        holds what every new one holds, and a cell's reply carries the digest of what it
+        left (an env's ``state_key`` after every step costs no second round trip)."""
+        if not self.history:
+            return FRESH_DIGEST
+        known = self._known_digest
+        if known is not None and self.alive and known[0] == self._sid:
+            return known[1]
         try:
             self._ensure()
             t = float(self.limits["timeout"])
@@ -182,7 +204,11 @@ class Session:
         sid = reply.get("sid") if reply.get("status") == "ok" else None
         if sid is None:
             self._attach(None)
-        return Session(self.pool, self.worker, sid, dict(self.limits), list(self.history))
+        copy = Session(self.pool, self.worker, sid, dict(self.limits), list(self.history))
+        known = self._known_digest
+        if sid is not None and known is not None and known[0] == self._sid:
+            copy._known_digest = (sid, known[1])  # the same variables
+        return copy
 
     def close(self) -> None:
         """End the session and kill its processes. Idempotent."""

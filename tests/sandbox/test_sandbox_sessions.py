@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from agentgym.simulators.sandbox import SandboxPool, Session
+from agentgym.simulators.sandbox.session import FRESH_DIGEST
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("no_leaks")]
 
@@ -90,12 +91,86 @@ def test_digest_tracks_values_not_history(pool: SandboxPool) -> None:
 def test_a_slow_digest_within_the_session_timeout_keeps_the_session(pool: SandboxPool) -> None:
     """The digest waits as long as a cell may (the session's timeout): a value whose repr
     takes 6 s, past the few seconds a fixed digest deadline allowed, still gives a digest,
-    and the session and its variables live on (a cut digest kills the session)."""
+    with the cell and asked alone, and the session and its variables live on (a cut digest
+    kills the session)."""
     slow = "import time\nclass Slow:\n    def __repr__(self):\n        time.sleep(6)\n        return 'slow'\n"
     with pool.session(timeout=30.0) as s:
         assert s.run(slow + "x = 41\nbox = [Slow()]").ok
         assert s.digest() != ""
+        assert _asked(s) == s.digest()
         assert s.run("x + 1").stdout == "42\n"
+
+
+def _asked(s: Session) -> str:
+    """The digest the session process computes now (the worker's op, not the handle's)."""
+    t = float(s.limits["timeout"])
+    reply = s.worker.call({"op": "session_digest", "sid": s._sid, "timeout": t}, t)
+    assert reply["status"] == "ok", reply
+    return str(reply["digest"])
+
+
+def _count_calls(s: Session, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ops the handle sends to its worker from now on."""
+    ops: list[str] = []
+    call = s.worker.call
+
+    def counted(req: dict, timeout: float) -> dict:
+        ops.append(req["op"])
+        return call(req, timeout)
+
+    monkeypatch.setattr(s.worker, "call", counted)
+    return ops
+
+
+def test_a_new_sessions_digest_is_known_without_asking(
+    pool: SandboxPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session no cell ran in holds what every new one holds: ``reset`` of a code env
+    (its ``state_key``) asks the session nothing, and gets what the session would say."""
+    with pool.session() as s:
+        ops = _count_calls(s, monkeypatch)
+        assert s.digest() == FRESH_DIGEST and ops == []
+        assert _asked(s) == FRESH_DIGEST
+        copy = s.fork()
+        with copy:
+            assert copy.digest() == FRESH_DIGEST == _asked(copy)
+
+
+def test_a_cells_reply_carries_the_digest_of_what_it_left(
+    pool: SandboxPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a cell, ``digest()`` needs no second round trip: the cell's reply carried it,
+    after an error too (its assignments stay); a fork starts with its parent's; a cell
+    that is stopped leaves nothing known, and the rebuilt session is asked."""
+    with pool.session() as s:
+        ops = _count_calls(s, monkeypatch)
+        assert s.run("x = 1").ok
+        one = s.digest()
+        assert ops == ["session_run"] and one != FRESH_DIGEST and one == _asked(s)
+        r = s.run("x = 2\n1 / 0")
+        assert r.status == "error"
+        two = s.digest()
+        assert two not in (one, FRESH_DIGEST) and two == _asked(s)
+        copy = s.fork()
+        with copy:
+            del ops[:]
+            assert copy.digest() == two and ops == []
+            assert copy.run("x = 1").ok and copy.digest() == one
+        assert s.run("while True: pass", timeout=0.5).status == "timeout"
+        del ops[:]
+        assert s.digest() == two  # replayed: x = 1, then x = 2 and the error
+        assert "session_digest" in ops and s.rebuilds == 1
+
+
+def test_a_value_whose_repr_fails_costs_the_cell_nothing(pool: SandboxPool) -> None:
+    """A cell may leave a value whose ``repr`` raises: the cell's own reply is unharmed
+    (no digest rides on it), ``digest()`` does not raise, and the session goes on."""
+    bad = "class Bad(str):\n    def __repr__(self):\n        raise RuntimeError('no')\nb = Bad('x')"
+    with pool.session() as s:
+        r = s.run(bad)
+        assert r.status == "ok", r
+        assert isinstance(s.digest(), str)
+        assert s.run("1 + 1").stdout == "2\n"
 
 
 def test_an_int_past_the_digit_limit_has_a_digest(pool: SandboxPool) -> None:
