@@ -758,6 +758,7 @@ class Zygote:
                             os.close(fd)
                 _die_with_parent()
                 _libc.prctl(15, b"sbx-zygote", 0, 0, 0)  # PR_SET_NAME
+                _huge_pages()
                 _zygote_main(self.worker, theirs.detach())
             finally:
                 os._exit(0)
@@ -885,6 +886,41 @@ class Zygote:
         self.stop()
         for on_made in waiting:
             on_made(None)
+
+
+_MADV_HUGEPAGE, _MADV_COLLAPSE = 14, 25
+_HUGE = 2 << 20
+
+
+def _huge_pages() -> int:
+    """Back the zygote's private writable memory with 2 MB pages where the kernel can
+    (``MADV_COLLAPSE``, Linux 6.1+; best effort); the number of 2 MB pages made.
+
+    A fork copies one page-table entry per 4 kB page the parent holds, and the zygote forks
+    every session: with its heap (the preloaded modules) in huge pages, a fork copies one
+    entry per 2 MB instead. A session that writes to such a page gets its own 4 kB copy, as
+    before (the kernel splits the huge mapping in the child)."""
+    collapsed = 0
+    madvise = _libc.madvise
+    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    try:
+        with open("/proc/self/maps") as fh:
+            maps = fh.read().splitlines()
+    except OSError:
+        return 0
+    for line in maps:
+        fields = line.split()
+        if len(fields) < 5 or "w" not in fields[1] or "p" not in fields[1]:
+            continue
+        if len(fields) > 5 and fields[5] != "[heap]":
+            continue  # a file or the stack: only anonymous memory
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        first, last = -(-start // _HUGE) * _HUGE, end // _HUGE * _HUGE
+        if last > first:
+            madvise(first, last - first, _MADV_HUGEPAGE)
+        for chunk in range(first, last, _HUGE):  # one at a time: a range stops at its first
+            collapsed += madvise(chunk, _HUGE, _MADV_COLLAPSE) == 0  # failure
+    return collapsed
 
 
 def _zygote_main(worker: Worker, fd: int) -> None:

@@ -108,3 +108,40 @@ def test_without_a_zygote_the_worker_forks_sessions_itself() -> None:
             assert seen["ppid"] == info["pid"]
             assert seen["signal"] == "refused" and seen["uid"] != 0
             assert s.run("x = 2\nprint(x * 21)").stdout == "42\n"
+
+
+def _kernel_collapses() -> bool:
+    """Whether this kernel turns 4 kB pages into a 2 MB one on ``MADV_COLLAPSE`` (6.1+, THP
+    not set to ``never``): tried on memory of the test's own."""
+    import ctypes
+    import mmap
+
+    size = 4 << 20
+    region = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    try:
+        region.write(b"x" * size)
+        base = ctypes.addressof(ctypes.c_char.from_buffer(region))
+        first = -(-base // (2 << 20)) * (2 << 20)
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        return libc.madvise(first, 2 << 20, 25) == 0  # MADV_COLLAPSE
+    finally:
+        region.close()
+
+
+def test_the_zygotes_heap_is_in_huge_pages_where_the_kernel_allows(one) -> None:
+    """Every session is a fork of the zygote, and a fork copies one page-table entry per
+    page of the parent: the zygote asks for its memory in 2 MB pages (``MADV_COLLAPSE``),
+    so a fork copies one entry per 2 MB of its heap instead of 512."""
+    import pytest
+
+    if not _kernel_collapses():
+        pytest.skip("this kernel does not collapse pages into huge ones (MADV_COLLAPSE)")
+    w = one.workers[0]
+    with leak_free(one):
+        with one.session() as s:
+            assert s.run("1").ok
+        zygote = host_pid(one, w.call({"op": "ping"}, 10.0)["zygote_pid"])
+        with open(f"/proc/{zygote}/smaps_rollup") as fh:
+            huge = next(int(line.split()[1]) for line in fh if line.startswith("AnonHugePages:"))
+        assert huge >= 4 << 10, f"{huge} kB of the zygote's memory in huge pages"
