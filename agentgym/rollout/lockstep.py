@@ -341,10 +341,12 @@ class _Workers:
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
             then = job()
+            job = None  # an idle thread holds no batch (nor the episodes of its calls)
             with self._lock:
                 self._busy -= 1
             if then is not None:  # after the thread counts as free: the next turn's
                 then()  # hand-off finds it idle and starts no thread for nothing
+                then = None
 
     def close(self) -> None:
         with self._lock:

@@ -10,8 +10,10 @@ The engine tests use real Sokoban-Tiny envs under :class:`tests.rollout.faulty.G
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
+import weakref
 from typing import Any
 
 import gymnasium as gym
@@ -131,6 +133,49 @@ def test_a_turn_of_two_calls_gets_a_helper_when_its_first_call_hangs() -> None:
         assert asyncio.run(one_turn()) == ["first", "second"]
     finally:
         second_done.set()
+
+
+class _Marker:
+    """An argument of an env call (an episode's landing, in the engine)."""
+
+
+def test_an_idle_env_thread_holds_nothing_of_the_turn_it_ran() -> None:
+    """Once a turn is answered, its threads (the first and a recruited helper) wait for the
+    next turn holding no part of it: not its calls' arguments, which in the engine are the
+    episodes. (They held their last job until the next one came: finished episodes of the
+    last turn stayed alive, one turn per thread.)"""
+    second_done = threading.Event()
+    seen: list[Any] = []
+
+    def first(marker: _Marker) -> str:
+        assert second_done.wait(DEADLINE_S)  # a helper runs the second call
+        return "first"
+
+    def second(marker: _Marker) -> str:
+        second_done.set()
+        return "second"
+
+    async def one_turn() -> None:
+        calls = TurnEnvCalls(DEADLINE_S, threads=4, recruit_after_s=0.01)
+        try:
+            markers = [_Marker(), _Marker()]
+            seen.extend(weakref.ref(m) for m in markers)
+            futures = [calls.call(first, markers[0]), calls.call(second, markers[1])]
+            assert await asyncio.wait_for(asyncio.gather(*futures), DEADLINE_S) == [
+                "first",
+                "second",
+            ]
+            assert calls.workers.threads == 2
+            del markers, futures
+            deadline = time.monotonic() + DEADLINE_S
+            while any(ref() is not None for ref in seen) and time.monotonic() < deadline:
+                gc.collect()  # (a thread may not have gone back to its queue yet)
+                await asyncio.sleep(0.01)
+            assert [ref() for ref in seen] == [None, None]
+        finally:
+            calls.close()
+
+    asyncio.run(one_turn())
 
 
 def test_a_turn_gets_helpers_only_when_no_call_returned_since_the_last_look() -> None:

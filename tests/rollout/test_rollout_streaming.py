@@ -77,9 +77,10 @@ def test_play_holds_no_finished_episode_while_it_runs() -> None:
         on_end=on_end,
     )
     assert len(summaries) == 30 and len(live) == 30
-    # the attempts running (3), the one ending, and on a loaded machine an attempt its
-    # group retired after a timeout (whole-suite runs saw 5 once in three); never the 30
-    assert max(live) <= 2 * 3
+    # the attempts on the 3 envs, the one ending among them, and one starting: never the
+    # 30 a kept run holds (5 and 6 were seen, under load, while an idle lockstep env thread
+    # held the last turn it ran, and with it that turn's finished attempts)
+    assert max(live) <= 3 + 1
 
 
 def test_an_attempts_reward_components_are_the_sums_of_its_steps() -> None:
