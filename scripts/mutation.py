@@ -335,6 +335,16 @@ TARGETS: tuple[Target, ...] = (
         limit=20,
     ),
     Target(
+        "sandbox-digest",
+        "simulators/sandbox/session.py",
+        ("Session.run", "Session.digest", "Session.fork"),
+        (
+            "tests/sandbox/test_sandbox_sessions.py",
+            "tests/sandbox/test_sandbox_isolation.py::test_s8_replay_after_a_timeout_stays_within_the_limit",
+        ),
+        limit=20,
+    ),
+    Target(
         "sandbox-grading",
         "simulators/sandbox/grading.py",
         (
@@ -872,6 +882,14 @@ EQUIVALENT: dict[str, str] = {
     "branch-starts:EpisodeDriver._begin:andor:+17.23": (
         "an assert: EpisodeStart refuses a snapshot without both its chat and its info, so "
         "both are set whenever one is"
+    ),
+    "sandbox-digest:Session.run:float:+8.23": (
+        "the floor on the time left for a cell after its session was rebuilt (1 ms or 2 ms): "
+        "a cell that has that little left times out either way"
+    ),
+    "sandbox-digest:Session.fork:float:+4.79": (
+        "how long the handle waits for the worker's answer to a fork (10 s or 20 s): a fork "
+        "is answered in milliseconds, and a worker that does not answer is restarted either way"
     ),
     "lockstep-env-calls:_Batch.send:bool:+9.48": (
         "the outcome recorded for a call whose future was cancelled before the batch went out "
