@@ -888,7 +888,7 @@ class Zygote:
             on_made(None)
 
 
-_MADV_HUGEPAGE, _MADV_COLLAPSE = 14, 25
+_MADV_COLLAPSE = 25
 _HUGE = 2 << 20
 
 
@@ -899,7 +899,9 @@ def _huge_pages() -> int:
     A fork copies one page-table entry per 4 kB page the parent holds, and the zygote forks
     every session: with its heap (the preloaded modules) in huge pages, a fork copies one
     entry per 2 MB instead. A session that writes to such a page gets its own 4 kB copy, as
-    before (the kernel splits the huge mapping in the child)."""
+    before (the kernel splits the huge mapping in the child). Only memory that exists now is
+    collapsed (no ``MADV_HUGEPAGE``: later page faults stay 4 kB), and where the call is
+    unknown (before Linux 6.1) nothing changes."""
     collapsed = 0
     madvise = _libc.madvise
     madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
@@ -916,8 +918,6 @@ def _huge_pages() -> int:
             continue  # a file or the stack: only anonymous memory
         start, end = (int(x, 16) for x in fields[0].split("-"))
         first, last = -(-start // _HUGE) * _HUGE, end // _HUGE * _HUGE
-        if last > first:
-            madvise(first, last - first, _MADV_HUGEPAGE)
         for chunk in range(first, last, _HUGE):  # one at a time: a range stops at its first
             collapsed += madvise(chunk, _HUGE, _MADV_COLLAPSE) == 0  # failure
     return collapsed
