@@ -768,9 +768,12 @@ class Trainer:
                     bar.set_postfix(success=f"{row['success']:.2f}", steps=row["env_steps"])
                 self._log_tensorboard(row)
                 if self.out is not None:
-                    self._write_logs()
-                    if self.iteration % cfg.checkpoint_every == 0:
-                        self.save(self.out / "checkpoint.pt")
+                    # whole: an interrupt raised inside matplotlib's weakref callbacks while
+                    # the curves are drawn is printed and dropped, and training went on
+                    with sigint_deferred():
+                        self._write_logs()
+                        if self.iteration % cfg.checkpoint_every == 0:
+                            self.save(self.out / "checkpoint.pt")
             if cfg.eval_every and self.evals[-1]["iteration"] != self.iteration:
                 ev = self.evaluate_heldout()  # the final policy, whatever the period
                 if self.metrics:

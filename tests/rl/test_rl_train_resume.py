@@ -93,3 +93,41 @@ def test_sigint_deferred_delivers_the_interrupt_after_the_block():
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGINT, original)
+
+
+def test_ctrl_c_while_the_logs_are_written_lets_them_finish_then_stops(
+    tmp_path, monkeypatch, capsys
+):
+    """Writing the logs (the curves, through matplotlib) runs whole: a Ctrl-C that arrives
+    meanwhile stops the run after it, with a checkpoint of every logged iteration. (Raised
+    inside matplotlib's weakref callbacks, the interrupt was printed and dropped, and a
+    training run of 100000 iterations went on.)"""
+    from agentgym.algos import trainer as trainer_module
+
+    real = trainer_module.plot_curves
+    calls: list[str] = []
+
+    def plot_and_interrupt(*args, **kwargs):
+        if len(calls) == 2:  # the third iteration's logs
+            calls.append("interrupted")
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # a KeyboardInterrupt not held back lands here
+            calls.append("went on")
+        else:
+            calls.append("drawn")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(trainer_module, "plot_curves", plot_and_interrupt)
+    original = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        run = tmp_path / "run"
+        common = ["--env", ENV, "--algo", "grpo", "--tasks", "1", "--group-size", "2"]
+        common += ["--num-envs", "2", "--ppo-epochs", "1", "--d-model", "16", "--layers", "1"]
+        common += ["--max-turns", "3", "--out", str(run), "--no-progress"]
+        assert main(["train", *common, "--iterations", "100000"]) == 130
+    finally:
+        signal.signal(signal.SIGINT, original)
+    assert calls[:4] == ["drawn", "drawn", "interrupted", "went on"]
+    assert "interrupted after iteration 3" in capsys.readouterr().err
+    assert torch.load(run / "checkpoint.pt", weights_only=False)["iteration"] == 3
+    assert logged_iterations(run) == 3
