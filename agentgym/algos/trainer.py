@@ -686,22 +686,26 @@ class Trainer:
         return gen if gen is not None else torch.default_generator
 
     def _write_logs(self) -> None:
+        """Write metrics.csv, eval.csv and the curves; whole (Ctrl-C waits, as for
+        :meth:`save`: raised inside matplotlib's weakref callbacks while the curves are
+        drawn, an interrupt is printed and dropped, and training went on)."""
         assert self.out is not None
-        with open(self.out / "metrics.csv", "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=METRIC_FIELDS, extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows(self.metrics)
-        if self.evals:
-            with open(self.out / "eval.csv", "w", newline="") as f:
-                writer = csv.DictWriter(f, fieldnames=EVAL_FIELDS)
+        with sigint_deferred():
+            with open(self.out / "metrics.csv", "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=METRIC_FIELDS, extrasaction="ignore")
                 writer.writeheader()
-                writer.writerows(self.evals)
-        plot_curves(
-            {self.cfg.algo: self.metrics},  # SFT rows have a loss and no rollout success
-            self.out / "curve.png",
-            title=f"{self.cfg.env_id} ({self.cfg.algo})",
-            heldout={self.cfg.algo: self.evals} if self.evals else None,
-        )
+                writer.writerows(self.metrics)
+            if self.evals:
+                with open(self.out / "eval.csv", "w", newline="") as f:
+                    writer = csv.DictWriter(f, fieldnames=EVAL_FIELDS)
+                    writer.writeheader()
+                    writer.writerows(self.evals)
+            plot_curves(
+                {self.cfg.algo: self.metrics},  # SFT rows have a loss and no rollout success
+                self.out / "curve.png",
+                title=f"{self.cfg.env_id} ({self.cfg.algo})",
+                heldout={self.cfg.algo: self.evals} if self.evals else None,
+            )
 
     def _log_tensorboard(self, row: dict[str, Any]) -> None:
         """One iteration's metrics as ``train/*`` scalars against env steps."""
@@ -768,12 +772,9 @@ class Trainer:
                     bar.set_postfix(success=f"{row['success']:.2f}", steps=row["env_steps"])
                 self._log_tensorboard(row)
                 if self.out is not None:
-                    # whole: an interrupt raised inside matplotlib's weakref callbacks while
-                    # the curves are drawn is printed and dropped, and training went on
-                    with sigint_deferred():
-                        self._write_logs()
-                        if self.iteration % cfg.checkpoint_every == 0:
-                            self.save(self.out / "checkpoint.pt")
+                    self._write_logs()
+                    if self.iteration % cfg.checkpoint_every == 0:
+                        self.save(self.out / "checkpoint.pt")
             if cfg.eval_every and self.evals[-1]["iteration"] != self.iteration:
                 ev = self.evaluate_heldout()  # the final policy, whatever the period
                 if self.metrics:

@@ -892,9 +892,9 @@ _MADV_COLLAPSE = 25
 _HUGE = 2 << 20
 
 
-def _huge_pages() -> int:
+def _huge_pages() -> None:
     """Back the zygote's private writable memory with 2 MB pages where the kernel can
-    (``MADV_COLLAPSE``, Linux 6.1+; best effort); the number of 2 MB pages made.
+    (``MADV_COLLAPSE``, Linux 6.1+; best effort).
 
     A fork copies one page-table entry per 4 kB page the parent holds, and the zygote forks
     every session: with its heap (the preloaded modules) in huge pages, a fork copies one
@@ -902,14 +902,13 @@ def _huge_pages() -> int:
     before (the kernel splits the huge mapping in the child). Only memory that exists now is
     collapsed (no ``MADV_HUGEPAGE``: later page faults stay 4 kB), and where the call is
     unknown (before Linux 6.1) nothing changes."""
-    collapsed = 0
     madvise = _libc.madvise
     madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     try:
         with open("/proc/self/maps") as fh:
             maps = fh.read().splitlines()
     except OSError:
-        return 0
+        return
     for line in maps:
         fields = line.split()
         if len(fields) < 5 or "w" not in fields[1] or "p" not in fields[1]:
@@ -919,8 +918,7 @@ def _huge_pages() -> int:
         start, end = (int(x, 16) for x in fields[0].split("-"))
         first, last = -(-start // _HUGE) * _HUGE, end // _HUGE * _HUGE
         for chunk in range(first, last, _HUGE):  # one at a time: a range stops at its first
-            collapsed += madvise(chunk, _HUGE, _MADV_COLLAPSE) == 0  # failure
-    return collapsed
+            madvise(chunk, _HUGE, _MADV_COLLAPSE)  # failure
 
 
 def _zygote_main(worker: Worker, fd: int) -> None:
