@@ -921,8 +921,42 @@ def _huge_pages() -> None:
             madvise(chunk, _HUGE, _MADV_COLLAPSE)  # failure
 
 
+def _stdio() -> tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]:
+    """A child's ``sys.stdin``, ``sys.stdout`` and ``sys.stderr``: text on fds 0, 1, 2
+    (which must be open; the wrappers never close them)."""
+    return (
+        io.TextIOWrapper(io.FileIO(0, "r", closefd=False), "utf-8"),
+        io.TextIOWrapper(io.FileIO(1, "w", closefd=False), "utf-8",
+                         errors="backslashreplace", line_buffering=False),
+        io.TextIOWrapper(io.FileIO(2, "w", closefd=False), "utf-8",
+                         errors="backslashreplace", line_buffering=True),
+    )  # fmt: skip
+
+
+_ZYGOTE_STDIO: tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper] | None = None
+"""The sessions' stdio wrappers, made once in the zygote before its first fork: a session
+takes them as they are (its fds 0-2 are in place by then) instead of building its own,
+which would write to pages shared with the zygote (each a page fault and a copy)."""
+
+
+def _premake_stdio() -> None:
+    """In the zygote: make :data:`_ZYGOTE_STDIO` on stand-ins for fds 0 and 1 (closed in
+    the zygote) of the kinds a session has there: /dev/null and a pipe."""
+    global _ZYGOTE_STDIO
+    null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    r, w = os.pipe()
+    os.dup2(null, 0)  # (a no-op where they already are: the lowest free fds)
+    os.dup2(w, 1)
+    try:
+        _ZYGOTE_STDIO = _stdio()
+    finally:
+        for f in {null, r, w, 0, 1}:
+            os.close(f)
+
+
 def _zygote_main(worker: Worker, fd: int) -> None:
     """The zygote's loop: fork a session per request; reap the sessions that ended."""
+    _premake_stdio()
     sock = socket.socket(fileno=fd)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -1325,9 +1359,8 @@ class Worker:
             os.setpriority(os.PRIO_PROCESS, 0, 0)
         except OSError:
             pass
-        try:  # under the worker's memory cgroup, the OOM killer picks runs, not the zygote
-            with open("/proc/self/oom_score_adj", "w") as fh:
-                fh.write("1000")
+        try:  # noqa: SIM105 - under the worker's memory cgroup, the OOM killer picks runs
+            _write("/proc/self/oom_score_adj", "1000")
         except OSError:
             pass
 
@@ -1428,19 +1461,7 @@ class Worker:
                         os.close(fd)
                     except OSError:
                         pass
-            sys.stdout = io.TextIOWrapper(
-                io.FileIO(1, "w", closefd=False),
-                "utf-8",
-                errors="backslashreplace",
-                line_buffering=False,
-            )
-            sys.stderr = io.TextIOWrapper(
-                io.FileIO(2, "w", closefd=False),
-                "utf-8",
-                errors="backslashreplace",
-                line_buffering=True,
-            )
-            sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), "utf-8")
+            sys.stdin, sys.stdout, sys.stderr = _ZYGOTE_STDIO or _stdio()
             if late:
                 self._enter(cg)
             else:
@@ -2570,8 +2591,14 @@ def _digest(g: dict) -> str:
 
 
 def _write(path: str, text: str) -> None:
-    with open(path, "w") as fh:
-        fh.write(text)
+    """Write ``text`` to a kernel file (a cgroup's or /proc's) in one system call. (No
+    file object: a session writes four of these before its first read, and every object
+    it touches is a page copied from the zygote.)"""
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
 
 
 def _read(path: str) -> str:
@@ -2738,11 +2765,16 @@ def _decode_status(status: int) -> tuple[int | None, int | None]:
 
 
 def _status_field(name: str) -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(name):
-                return int(line.split()[1]) * 1024
-    return 0
+    """A size field of /proc/self/status (``"VmSize:"``) in bytes; 0 when absent."""
+    fd = os.open("/proc/self/status", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        text = os.read(fd, 1 << 16)
+    finally:
+        os.close(fd)
+    at = text.find(b"\n" + name.encode())
+    if at < 0:
+        return 0
+    return int(text[at:].split(None, 2)[1]) * 1024
 
 
 def _vm_bytes() -> int:

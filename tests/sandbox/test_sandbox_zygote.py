@@ -145,3 +145,29 @@ def test_the_zygotes_heap_is_in_huge_pages_where_the_kernel_allows(one) -> None:
         with open(f"/proc/{zygote}/smaps_rollup") as fh:
             huge = next(int(line.split()[1]) for line in fh if line.startswith("AnonHugePages:"))
         assert huge >= 4 << 10, f"{huge} kB of the zygote's memory in huge pages"
+
+
+_STDIO_SEEN = (
+    "import sys\n"
+    "made = getattr(sys.modules['__main__'], '_ZYGOTE_STDIO', None)\n"
+    "print(made is not None and (sys.stdin, sys.stdout, sys.stderr) == made,\n"
+    "      sys.stdin.read() == '', sys.stdout.fileno(), sys.stderr.fileno())\n"
+    "print('to stderr', file=sys.stderr)"
+)
+
+
+def test_a_session_takes_the_stdio_the_zygote_made_and_it_works(one) -> None:
+    """The zygote makes the sessions' ``sys.stdin``/``stdout``/``stderr`` once, before its
+    first fork, so a new session touches them instead of building its own (every object it
+    builds or first touches is a page copied from the zygote): a session's stdio are those
+    objects, on its own fds 0-2, stdin at end of file and both outputs reaching the cell."""
+    with leak_free(one):
+        a, b = one.session(), one.session()
+        try:
+            for s in (a, b):
+                r = s.run(_STDIO_SEEN)
+                assert r.ok, r
+                assert r.stdout == "True True 1 2\n" and r.stderr == "to stderr\n", r
+        finally:
+            a.close()
+            b.close()
