@@ -242,8 +242,8 @@ class EpisodeDriver:
                 raise  # not infrastructure: a refused request, or a local policy's error
             raise InfraFailure("policy_error", f"{type(exc).__name__}: {exc}") from exc
         step: Stepped
-        if isinstance(answer, Stepped):  # a lockstep answer whose env step has landed
-            step = answer
+        if isinstance(answer, _Landing):  # a lockstep answer whose env step has landed
+            step = answer.delivered()
         else:
             answered_at = time.perf_counter()
             ep.pending = None
@@ -516,13 +516,21 @@ class _Landing(Stepped):
         self.asked_at = 0.0
 
     def done(self) -> bool:
-        return self.waiter.done()
+        return self.waiter is None or self.waiter.done()
 
     def set_result(self, result: StepResult) -> None:
         self.driver._landed(self, result)
 
     def set_exception(self, exc: BaseException) -> None:
-        self.waiter.set_exception(exc)
+        if self.waiter is not None:
+            self.waiter.set_exception(exc)
+
+    def delivered(self) -> _Landing:
+        """Its task has it (it was its waiter's result): drop the waiter, which holds it,
+        so that no reference cycle keeps the episode (its chat, steps and generations)
+        alive until the garbage collector's next full pass; itself."""
+        self.waiter = None  # type: ignore[assignment]
+        return self
 
 
 def notify(call: CallState, fn: Callable[..., Any] | None, *args: Any) -> None:
