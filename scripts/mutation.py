@@ -633,6 +633,9 @@ TARGETS: tuple[Target, ...] = (
             "EpisodeDriver._record",
             "EpisodeDriver._step_answered",
             "EpisodeDriver._landed",
+            "_Landing.done",
+            "_Landing.set_exception",
+            "_Landing.delivered",
         ),
         (
             "tests/rollout/test_rollout_lockstep.py",

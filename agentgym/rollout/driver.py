@@ -516,7 +516,11 @@ class _Landing(Stepped):
         self.asked_at = 0.0
 
     def done(self) -> bool:
-        return self.waiter is None or self.waiter.done()
+        """Whether nothing more may land here: it landed already (its episode may have gone
+        on, re-arming the waiter for a later step: a batch answered twice, at its timer
+        and when its hung call returned, must not land it again), or its task stopped
+        waiting, or has it."""
+        return self.result is not None or self.waiter is None or self.waiter.done()
 
     def set_result(self, result: StepResult) -> None:
         self.driver._landed(self, result)

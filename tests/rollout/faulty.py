@@ -64,6 +64,8 @@ class EnvFaults:
         self.rule, self.hang_s, self.close_s = rule, hang_s, close_s
         self.release = threading.Event()
         self.entered = threading.Event()
+        self.returned = threading.Event()
+        """Set when a hung step stops hanging (released, or ``hang_s`` passed)."""
         self.raised = self.hung = 0
         self._lock = threading.Lock()
 
@@ -79,6 +81,7 @@ class EnvFaults:
                 self.hung += 1
             self.entered.set()
             self.release.wait(self.hang_s)
+            self.returned.set()
             return True
         return False
 

@@ -583,3 +583,50 @@ def test_finished_lockstep_episodes_are_freed_without_the_garbage_collector() ->
             gc.enable()
     assert played == 24
     assert left <= 4, f"{left} finished episodes of 24 wait for the garbage collector"
+
+
+def test_a_hung_step_that_returns_after_its_timer_lands_no_step_twice() -> None:
+    """A turn whose timer fired is answered again when its hung call returns at last; the
+    steps of that turn that had landed must not land again. Their episodes went on (each
+    landing's waiter now waits for a later step), so a landing counts as done once it has
+    landed, not while its waiter is done. The hung call is let go from ``on_step`` of the
+    first step the timer's answer lands, and the callback returns only once it has stopped
+    hanging: the turn's second answer then comes while the other episodes are mid-way
+    through their ten steps."""
+    from agentgym.rollout.engine import EpisodeCallbacks
+
+    seeds, audit = [0, 1, 2, 3], EnvAudit()
+    failed: list[int] = []
+
+    def once_on_seed_2_turn_2(seed: int | None, turn: int) -> str | None:
+        if seed == 2 and turn == 2 and not failed:
+            failed.append(seed)
+            return "hang"
+        return None
+
+    faults = EnvFaults(once_on_seed_2_turn_2, hang_s=DEADLINE_S)
+
+    def on_step(event: Any) -> None:
+        if faults.entered.is_set() and not faults.release.is_set():
+            faults.release.set()
+            assert faults.returned.wait(DEADLINE_S)
+
+    source = LocalEnvSource(SOKOBAN, factory=lambda: GuardedEnv(gym.make(SOKOBAN), audit, faults))
+    config = RolloutConfig(
+        group_size=1, max_in_flight=4, partial=False, lockstep=True, history_turns=1,
+        env_timeout_s=TIMEOUT_S,
+    )  # fmt: skip
+    engine = RolloutEngine(
+        source, ScriptedChatPolicy(), seeds, config, EpisodeCallbacks(on_step=on_step)
+    )
+    try:
+        collection = engine.collect_sync(len(seeds))
+    finally:
+        faults.release.set()
+        engine.close()
+    assert faults.returned.is_set() and collection.summary.causes == {"env_timeout": 1}
+    for g in collection.groups:
+        for ep in g.members:
+            assert [s.step for s in ep.steps] == list(range(len(ep.steps))), (g.seed, ep.status)
+    assert engine_results(collection.groups) == lockstep(SOKOBAN, ScriptedChatPolicy(), seeds, 1)
+    assert audit.violations == []
