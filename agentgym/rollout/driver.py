@@ -519,15 +519,14 @@ class _Landing(Stepped):
         """Whether nothing more may land here: it landed already (its episode may have gone
         on, re-arming the waiter for a later step: a batch answered twice, at its timer
         and when its hung call returned, must not land it again), or its task stopped
-        waiting, or has it."""
-        return self.result is not None or self.waiter is None or self.waiter.done()
+        waiting. (Its waiter is dropped only once it has landed.)"""
+        return self.result is not None or self.waiter.done()
 
     def set_result(self, result: StepResult) -> None:
         self.driver._landed(self, result)
 
     def set_exception(self, exc: BaseException) -> None:
-        if self.waiter is not None:
-            self.waiter.set_exception(exc)
+        self.waiter.set_exception(exc)
 
     def delivered(self) -> _Landing:
         """Its task has it (it was its waiter's result): drop the waiter, which holds it,

@@ -2601,9 +2601,14 @@ def _write(path: str, text: str) -> None:
         os.close(fd)
 
 
-def _read(path: str) -> str:
-    with open(path) as fh:
-        return fh.read()
+def _read(path: str) -> bytes:
+    """A kernel file's text (a cgroup's or /proc's: small) in one system call, as
+    :func:`_write` writes one."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, 1 << 16)
+    finally:
+        os.close(fd)
 
 
 def _pidfd(pid: int) -> int | None:
@@ -2766,11 +2771,7 @@ def _decode_status(status: int) -> tuple[int | None, int | None]:
 
 def _status_field(name: str) -> int:
     """A size field of /proc/self/status (``"VmSize:"``) in bytes; 0 when absent."""
-    fd = os.open("/proc/self/status", os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        text = os.read(fd, 1 << 16)
-    finally:
-        os.close(fd)
+    text = _read("/proc/self/status")
     at = text.find(b"\n" + name.encode())
     if at < 0:
         return 0

@@ -22,6 +22,7 @@ import pytest
 import agentgym  # noqa: F401  (registers the envs)
 from agentgym.pools import EnvPool
 from agentgym.rollout import LocalEnvSource, PoolEnvSource, RolloutConfig, RolloutEngine
+from agentgym.rollout.engine import EpisodeCallbacks
 from agentgym.rollout.lockstep import TurnEnvCalls
 from tests.fake_llm_server import ScriptedChatPolicy
 from tests.rollout.faulty import EnvAudit, EnvFaults, GuardedEnv
@@ -430,7 +431,11 @@ def test_a_call_that_returns_after_its_event_loop_closed_leaves_its_thread_servi
 
 
 def guarded_engine(
-    audit: EnvAudit, faults: EnvFaults, seeds: list[int], lanes: int
+    audit: EnvAudit,
+    faults: EnvFaults,
+    seeds: list[int],
+    lanes: int,
+    callbacks: EpisodeCallbacks | None = None,
 ) -> RolloutEngine:
     source = LocalEnvSource(SOKOBAN, factory=lambda: GuardedEnv(gym.make(SOKOBAN), audit, faults))
     config = RolloutConfig(
@@ -441,7 +446,7 @@ def guarded_engine(
         history_turns=1,
         env_timeout_s=TIMEOUT_S,
     )
-    return RolloutEngine(source, ScriptedChatPolicy(), seeds, config)
+    return RolloutEngine(source, ScriptedChatPolicy(), seeds, config, callbacks)
 
 
 @pytest.mark.parametrize("fault", ["hang", "raise"])
@@ -593,8 +598,6 @@ def test_a_hung_step_that_returns_after_its_timer_lands_no_step_twice() -> None:
     first step the timer's answer lands, and the callback returns only once it has stopped
     hanging: the turn's second answer then comes while the other episodes are mid-way
     through their ten steps."""
-    from agentgym.rollout.engine import EpisodeCallbacks
-
     seeds, audit = [0, 1, 2, 3], EnvAudit()
     failed: list[int] = []
 
@@ -611,13 +614,8 @@ def test_a_hung_step_that_returns_after_its_timer_lands_no_step_twice() -> None:
             faults.release.set()
             assert faults.returned.wait(DEADLINE_S)
 
-    source = LocalEnvSource(SOKOBAN, factory=lambda: GuardedEnv(gym.make(SOKOBAN), audit, faults))
-    config = RolloutConfig(
-        group_size=1, max_in_flight=4, partial=False, lockstep=True, history_turns=1,
-        env_timeout_s=TIMEOUT_S,
-    )  # fmt: skip
-    engine = RolloutEngine(
-        source, ScriptedChatPolicy(), seeds, config, EpisodeCallbacks(on_step=on_step)
+    engine = guarded_engine(
+        audit, faults, seeds, lanes=4, callbacks=EpisodeCallbacks(on_step=on_step)
     )
     try:
         collection = engine.collect_sync(len(seeds))
