@@ -23,23 +23,20 @@ from agentgym.rollout.engine import EpisodeCallbacks, RolloutConfig, RolloutEngi
 from agentgym.rollout.events import EpisodeSummary, StepEvent
 from agentgym.rollout.records import Episode
 from agentgym.rollout.sources import PoolEnvSource
-from agentgym.wrappers.chat import ChatHistory
 
 
 @dataclass(frozen=True)
-class ChatEnvFactory:
-    """Builds ``ChatHistory(gym.make(env_id, **kwargs))``; picklable for process pools."""
+class EnvFactory:
+    """Builds ``gym.make(env_id, **kwargs)``; picklable for process pools. (No chat
+    wrapper: the rollout engine keeps each episode's chat itself.)"""
 
     env_id: str
     kwargs: Mapping[str, Any]
-    history_turns: int | None = 4
 
     def __call__(self) -> gym.Env:
         import agentgym  # noqa: F401  (a spawned worker must register the ids)
 
-        return ChatHistory(
-            gym.make(self.env_id, **dict(self.kwargs)), history_turns=self.history_turns
-        )
+        return gym.make(self.env_id, **dict(self.kwargs))
 
 
 def play(
@@ -72,7 +69,7 @@ def play(
     if episodes < 1:
         raise InvalidConfigError(f"episodes must be at least 1, got {episodes}.")
     n = min(max(1, num_envs), episodes)
-    factory = ChatEnvFactory(record.id, dict(env_kwargs or {}), history_turns)
+    factory = EnvFactory(record.id, dict(env_kwargs or {}))
     config = RolloutConfig.whole_run(
         n,
         lane_reuse="lowest",
@@ -143,4 +140,4 @@ class _Tally:
             self.user_end(slot, summary)
 
 
-__all__ = ["ChatEnvFactory", "EpisodeSummary", "StepEvent", "play"]
+__all__ = ["EnvFactory", "EpisodeSummary", "StepEvent", "play"]

@@ -138,8 +138,8 @@ def test_a_dead_process_worker_fails_its_own_step_and_leaves_the_others_in_step(
 _CTRL_C_CHILD = """
 import sys, time
 from agentgym.pools import EnvPool
-from agentgym.episodes import ChatEnvFactory
-pool = EnvPool([ChatEnvFactory("agentgym/Sokoban-Tiny-v0", {}, 4)] * 2, backend="process")
+from agentgym.episodes import EnvFactory
+pool = EnvPool([EnvFactory("agentgym/Sokoban-Tiny-v0", {})] * 2, backend="process")
 pool.reset(seeds=[0, 1])  # both workers are up and waiting for their next command
 try:  # "ready" inside the try: a Ctrl-C right after it must land in the handler
     print("ready", flush=True)
