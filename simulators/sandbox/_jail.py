@@ -46,6 +46,8 @@ import struct
 import sys
 import time
 import traceback
+from _signal import SIG_DFL as _SIG_DFL
+from _signal import signal as _set_signal
 from typing import Any
 
 # --------------------------------------------------------------------------------------------
@@ -96,6 +98,15 @@ _libc.syscall.restype = ctypes.c_long
 _raw_fork = ctypes.PyDLL(None).fork
 """libc's fork(), called with the GIL held and without Python's at-fork hooks (see
 :func:`_zygote_fork`)."""
+
+
+#: What a confined child sets back to the default action (the worker handles or ignores
+#: them), as plain ints for ``_signal.signal``: ``signal.signal`` wraps each call's old
+#: handler in an enum lookup that fails on a function (an exception per call), and a
+#: zygote's session pays for every page that touches.
+_DEFAULT_SIGNALS = tuple(
+    int(s) for s in (signal.SIGPIPE, signal.SIGTERM, signal.SIGINT, signal.SIGCHLD)
+)
 
 
 def landlock_abi() -> int:
@@ -957,6 +968,7 @@ def _premake_stdio() -> None:
 def _zygote_main(worker: Worker, fd: int) -> None:
     """The zygote's loop: fork a session per request; reap the sessions that ended."""
     _premake_stdio()
+    _set_environ(_session_environ(""))  # a session then sets only its work dir's two
     sock = socket.socket(fileno=fd)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -1352,9 +1364,8 @@ class Worker:
         os.setsid()
         for path in cg:  # accounted to its own cgroups from its first instruction
             _write(os.path.join(path, "cgroup.procs"), "0")
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
-            signal.signal(sig, signal.SIG_DFL)
+        for sig in _DEFAULT_SIGNALS:
+            _set_signal(sig, _SIG_DFL)
         try:  # noqa: SIM105 - the host raises the worker's priority; runs get an ordinary one
             os.setpriority(os.PRIO_PROCESS, 0, 0)
         except OSError:
@@ -1391,11 +1402,7 @@ class Worker:
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
         os.chdir(workdir)
-        os.environ.clear()
-        os.environ.update(
-            {"PATH": PATH_ENV, "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8",
-             "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-        )  # fmt: skip
+        _set_environ(_session_environ(workdir))
 
     def _spawn(
         self,
@@ -2599,6 +2606,23 @@ def _write(path: str, text: str) -> None:
         os.write(fd, text.encode())
     finally:
         os.close(fd)
+
+
+def _session_environ(workdir: str) -> dict[str, str]:
+    """The whole environment of a confined process: no variable of the host's."""
+    return {"PATH": PATH_ENV, "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8",
+            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # fmt: skip
+
+
+def _set_environ(env: dict[str, str]) -> None:
+    """Make ``os.environ`` equal ``env``, changing only what differs: a zygote's session
+    finds all but its work dir set already, and each change copies pages of the zygote's
+    (the C environment's array and strings, ``os.environ``'s dict)."""
+    for key in [key for key in os.environ if key not in env]:
+        del os.environ[key]
+    for key, value in env.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value
 
 
 def _read(path: str) -> bytes:

@@ -4,6 +4,7 @@ nothing."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -29,7 +30,6 @@ _PARENT = (
 
 
 def _parent_view(s) -> dict:
-    import json
 
     r = s.run(_PARENT)
     assert r.ok, r
@@ -171,3 +171,40 @@ def test_a_session_takes_the_stdio_the_zygote_made_and_it_works(one) -> None:
         finally:
             a.close()
             b.close()
+
+
+_ENV_SEEN = (
+    "import json, os, signal, subprocess\n"
+    "inherited = dict(l.split('=', 1) for l in subprocess.run(['env'], capture_output=True,\n"
+    "                 text=True).stdout.splitlines())\n"
+    "handlers = [signal.getsignal(s) == signal.SIG_DFL\n"
+    "            for s in (signal.SIGPIPE, signal.SIGTERM, signal.SIGINT, signal.SIGCHLD)]\n"
+    "print(json.dumps({'environ': dict(os.environ), 'inherited': inherited,\n"
+    "                  'cwd': os.getcwd(), 'default': handlers}))"
+)
+
+
+def test_a_session_has_only_its_own_environment_and_default_signal_actions(one) -> None:
+    """The zygote sets the sessions' environment once, so a session changes only its work
+    dir's two variables (each change copies pages of the zygote's): still, each session's
+    environment, in Python and in what a process it starts inherits, is exactly the six
+    variables, with HOME and TMPDIR its own work dir; and the signals the worker handles or
+    ignores are back at their default action (set without ``signal.signal``'s enum wrapper)."""
+    with leak_free(one):
+        a, b = one.session(), one.session()
+        try:
+            seen = []
+            for s in (a, b):
+                r = s.run(_ENV_SEEN)
+                assert r.ok, r
+                seen.append(json.loads(r.stdout))
+        finally:
+            a.close()
+            b.close()
+    for view in seen:
+        cwd = view["cwd"]
+        expected = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": cwd, "TMPDIR": cwd,
+                    "LANG": "C.UTF-8", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # fmt: skip
+        assert view["environ"] == expected and view["inherited"] == expected, view
+        assert view["default"] == [True, True, True, True], view
+    assert seen[0]["cwd"] != seen[1]["cwd"]
