@@ -335,6 +335,27 @@ TARGETS: tuple[Target, ...] = (
         limit=20,
     ),
     Target(
+        "sandbox-session-start",
+        "simulators/sandbox/_jail.py",
+        (
+            "_stdio",
+            "_premake_stdio",
+            "_write",
+            "_read",
+            "_status_field",
+            "_session_environ",
+            "_set_environ",
+            "Worker._enter",
+            "_zygote_fork",
+        ),
+        (
+            "tests/sandbox/test_sandbox_zygote.py",
+            "tests/sandbox/test_sandbox_limits_enforced.py",
+            "tests/sandbox/test_sandbox_hostile.py",
+        ),
+        limit=30,
+    ),
+    Target(
         "sandbox-digest",
         "simulators/sandbox/session.py",
         ("Session.run", "Session.digest", "Session.fork"),
@@ -843,6 +864,10 @@ TARGETS: tuple[Target, ...] = (
 #: Survivors that no test can kill because the mutant behaves exactly like the original.
 #: id -> why. The report prints these under "equivalent".
 EQUIVALENT: dict[str, str] = {
+    "sandbox-session-start:_read:int:+5.27": (
+        "a read size: the kernel files read here (a cgroup v1 counter, /proc/self/status) "
+        "are a few kilobytes, under either 64 or 128 KiB"
+    ),
     "lockstep-steps:EpisodeDriver._step_answered:andor:+5.15": (
         "an assert whose two operands both hold whenever it runs (the driver sets the hook "
         "only in lockstep mode, and an episode waiting for its answer holds the slot it was "
@@ -926,7 +951,7 @@ EQUIVALENT: dict[str, str] = {
     ),
     "lockstep-steps:EpisodeDriver._landed:guard:+7.8": (
         "a second look: a batch sets no outcome on a target that is done already "
-        "(_Batch._answer skips it), and a landing is done exactly when its waiter is"
+        "(_Batch._answer skips it), and a landing is not done while its waiter waits for it"
     ),
     "lockstep-env-calls:_Batch._recruit:guard:+6.8": (
         "a fast path: with no call left to start, the helpers handed out are none (an "
@@ -1476,6 +1501,12 @@ def run_mutant(repo: Path, mutant: Mutant, target: Target) -> dict[str, object]:
 
 #: Survivors that are not equivalent but no test here kills yet: id -> what a test would need.
 KNOWN_GAPS: dict[str, str] = {
+    "sandbox-session-start:_stdio:bool:+6.67": (
+        "stdout line-buffered: a choice, not pinned. It is block-buffered and flushed after "
+        "each cell (one write per cell, not per line); the difference shows only for a cell "
+        "killed at its timeout, whose unflushed stdout is lost (stderr, line-buffered, "
+        "is kept: pinned). Whether to line-buffer stdout too is an open question"
+    ),
     "sandbox-limits:Watch.on_event:int:+24.36": (
         "the 16 MiB cap on a graded run's results: a test would need a candidate returning "
         "more than 16 MiB"

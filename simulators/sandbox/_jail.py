@@ -944,6 +944,23 @@ def _stdio() -> tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]:
     )  # fmt: skip
 
 
+def _usable_stdio() -> None:
+    """Give a session working ``sys.stdin``/``stdout``/``stderr`` again where a cell closed
+    one or put something else than a stream there (``None``, a broken object): its fds 0-2
+    stay open (the wrappers never close them), and the next cell's output and the
+    session's own error messages need them. (Before this, a cell that closed ``sys.stderr``
+    ended its session at the next error.) A stream a cell redirected to a file stays."""
+    fresh: tuple[io.TextIOWrapper, ...] | None = None
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        try:
+            usable = not getattr(sys, name).closed
+        except BaseException:
+            usable = False
+        if not usable:
+            fresh = fresh or _stdio()
+            setattr(sys, name, fresh[fd])
+
+
 _ZYGOTE_STDIO: tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper] | None = None
 """The sessions' stdio wrappers, made once in the zygote before its first fork: a session
 takes them as they are (its fds 0-2 are in place by then) instead of building its own,
@@ -2424,15 +2441,19 @@ def _session_main(ctl_fd: int) -> int:
         op = msg.get("op")
         if op == "run":
             ok = True
+            _usable_stdio()
             quiet.open()
             try:
                 _run_cell(msg["code"], g)
             except SystemExit:
                 ok = False
+                _usable_stdio()
                 sys.stderr.write("SystemExit is not allowed in a session cell\n")
             except BaseException as exc:
                 ok = False
-                _print_exc(exc)
+                _usable_stdio()
+                with contextlib.suppress(BaseException):
+                    _print_exc(exc)
             try:
                 sys.stdout.flush()
                 sys.stderr.flush()

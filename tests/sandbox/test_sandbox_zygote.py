@@ -67,6 +67,18 @@ def test_sessions_of_one_zygote_each_get_their_own_random_state(one) -> None:
             b.close()
 
 
+def test_a_sessions_threading_knows_its_own_main_thread(one) -> None:
+    """The other at-fork hook done by hand: ``threading``'s main thread takes the session's
+    own thread id (not the zygote's), which is what a cell's tracing, logging or profiling
+    reads when it names the thread."""
+    with leak_free(one), one.session() as s:
+        r = s.run(
+            "import threading\n"
+            "print(threading.main_thread().native_id == threading.get_native_id())"
+        )
+    assert r.ok and r.stdout == "True\n", r
+
+
 def test_a_killed_zygote_is_replaced_and_its_sessions_live_on(one) -> None:
     """Killing the zygote loses nothing: sessions it forked keep their state, and new
     sessions open (the next through the worker itself, then through a new zygote)."""
@@ -208,3 +220,38 @@ def test_a_session_has_only_its_own_environment_and_default_signal_actions(one) 
         assert view["environ"] == expected and view["inherited"] == expected, view
         assert view["default"] == [True, True, True, True], view
     assert seen[0]["cwd"] != seen[1]["cwd"]
+
+
+def test_what_a_cell_wrote_to_stderr_before_it_hung_reaches_the_caller(one) -> None:
+    """A session's stderr is line-buffered, as a terminal's is: a traceback or a note written
+    before a cell hangs is in the result of the cell killed at its timeout, and the session
+    goes on."""
+    with leak_free(one), one.session() as s:
+        hung = s.run(
+            "import sys, time\nsys.stderr.write('before the hang\\n')\ntime.sleep(60)",
+            timeout=1.0,
+        )
+        after = s.run("print('next')")
+    assert hung.status == "timeout" and hung.stderr == "before the hang\n", hung
+    assert after.ok and after.stdout == "next\n", after
+
+
+def test_a_cell_that_closes_its_stdio_leaves_the_session_working(one) -> None:
+    """A cell may close ``sys.stdin``, ``sys.stdout`` and ``sys.stderr`` (or set them to
+    ``None``): the session's fds 0-2 stay open, so the processes a later cell starts still
+    read an empty stdin and reach the caller, and the next cell gets working streams again
+    (its value is printed, an error's traceback shown), its variables kept. Before, the
+    next error ended the session (its traceback went to a closed stream)."""
+    with leak_free(one), one.session() as s:
+        closed = s.run("import sys\nkept = 7\nsys.stdin.close(); sys.stdout.close()\n"
+                       "sys.stderr.close()")  # fmt: skip
+        child = s.run("import subprocess\n"
+                      "subprocess.run(['sh', '-c', 'cat; echo out; echo err >&2']).returncode")  # fmt: skip
+        s.run("import sys\nsys.stdout = None; sys.stderr = None")
+        failing = s.run("kept + 1\nraise KeyError('shown')")
+        value = s.run("kept")
+    assert closed.ok, closed
+    assert child.ok and child.stdout == "out\n0\n" and child.stderr == "err\n", child
+    assert not failing.ok and failing.status != "dead", failing
+    assert "KeyError: 'shown'" in failing.stderr, failing
+    assert value.ok and value.stdout == "7\n", value
