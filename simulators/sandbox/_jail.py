@@ -2445,15 +2445,14 @@ def _session_main(ctl_fd: int) -> int:
             quiet.open()
             try:
                 _run_cell(msg["code"], g)
-            except SystemExit:
-                ok = False
-                _usable_stdio()
-                sys.stderr.write("SystemExit is not allowed in a session cell\n")
             except BaseException as exc:
                 ok = False
                 _usable_stdio()
                 with contextlib.suppress(BaseException):
-                    _print_exc(exc)
+                    if isinstance(exc, SystemExit):
+                        sys.stderr.write("SystemExit is not allowed in a session cell\n")
+                    else:
+                        _print_exc(exc)
             try:
                 sys.stdout.flush()
                 sys.stderr.flush()

@@ -86,6 +86,25 @@ class EnvFaults:
         return False
 
 
+class FailOnce:
+    """An :class:`EnvFaults` rule: the first step of ``seed`` at ``turn`` fails with
+    ``fault`` and no step after it; :attr:`fired` lists the seed once it has."""
+
+    def __init__(self, seed: int, turn: int, fault: str):
+        self.seed, self.turn, self.fault = seed, turn, fault
+        self.fired: list[int] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, seed: int | None, turn: int) -> str | None:
+        if seed != self.seed or turn != self.turn:
+            return None
+        with self._lock:
+            if self.fired:
+                return None
+            self.fired.append(seed)
+        return self.fault
+
+
 class RandomSteps:
     """A picklable :class:`EnvFaults` rule: each step raises with probability ``crash``
     and hangs with probability ``hang`` (its own generator, seeded with ``seed`` and the

@@ -25,7 +25,7 @@ from agentgym.rollout import LocalEnvSource, PoolEnvSource, RolloutConfig, Rollo
 from agentgym.rollout.engine import EpisodeCallbacks
 from agentgym.rollout.lockstep import TurnEnvCalls
 from tests.fake_llm_server import ScriptedChatPolicy
-from tests.rollout.faulty import EnvAudit, EnvFaults, GuardedEnv
+from tests.rollout.faulty import EnvAudit, EnvFaults, FailOnce, GuardedEnv
 from tests.rollout.test_rollout_engine import engine_results, lockstep
 
 SOKOBAN = "agentgym/Sokoban-Tiny-v0"
@@ -454,15 +454,8 @@ def test_a_failing_step_ends_only_its_own_attempt_and_the_rest_of_its_turn_goes_
     fault: str,
 ) -> None:
     seeds, audit = [0, 1, 2, 3], EnvAudit()
-    failed: list[int] = []
-
-    def once_on_seed_2_turn_2(seed: int | None, turn: int) -> str | None:
-        if seed == 2 and turn == 2 and not failed:
-            failed.append(seed)
-            return fault
-        return None
-
-    faults = EnvFaults(once_on_seed_2_turn_2, hang_s=DEADLINE_S)
+    once = FailOnce(2, 2, fault)
+    faults = EnvFaults(once, hang_s=DEADLINE_S)
     engine = guarded_engine(audit, faults, seeds, lanes=4)
     try:
         collection = engine.collect_sync(len(seeds))
@@ -471,7 +464,7 @@ def test_a_failing_step_ends_only_its_own_attempt_and_the_rest_of_its_turn_goes_
         engine.close()
     cause = "env_timeout" if fault == "hang" else "env_error"
     summary = collection.summary
-    assert failed == [2] and summary.causes == {cause: 1} and summary.retries == 1
+    assert once.fired == [2] and summary.causes == {cause: 1} and summary.retries == 1
     by_seed = {g.seed: g for g in collection.groups}
     (cut,) = by_seed[2].retired
     assert cut.status == "infra_failure" and cut.cause.startswith(cause)
@@ -487,15 +480,8 @@ def test_a_failing_step_ends_only_its_own_attempt_and_the_rest_of_its_turn_goes_
 def test_an_env_error_reported_by_the_pool_fails_only_its_episode_in_a_turn() -> None:
     """Through a pool (which turns an env's exception into ``info["env_error"]``)."""
     seeds, audit = [0, 1, 2, 3], EnvAudit()
-    failed: list[int] = []
-
-    def once_on_seed_1_turn_1(seed: int | None, turn: int) -> str | None:
-        if seed == 1 and turn == 1 and not failed:
-            failed.append(seed)
-            return "raise"
-        return None
-
-    faults = EnvFaults(once_on_seed_1_turn_1)
+    once = FailOnce(1, 1, "raise")
+    faults = EnvFaults(once)
     config = RolloutConfig(
         group_size=1, max_in_flight=4, partial=False, lockstep=True, history_turns=1
     )
@@ -505,6 +491,7 @@ def test_an_env_error_reported_by_the_pool_fails_only_its_episode_in_a_turn() ->
             collection = engine.collect_sync(len(seeds))
         finally:
             engine.close()
+    assert once.fired == [1]
     assert collection.summary.causes == {"env_error": 1} and collection.summary.retries == 1
     by_seed = {g.seed: g for g in collection.groups}
     (cut,) = by_seed[1].retired
@@ -599,15 +586,8 @@ def test_a_hung_step_that_returns_after_its_timer_lands_no_step_twice() -> None:
     hanging: the turn's second answer then comes while the other episodes are mid-way
     through their ten steps."""
     seeds, audit = [0, 1, 2, 3], EnvAudit()
-    failed: list[int] = []
-
-    def once_on_seed_2_turn_2(seed: int | None, turn: int) -> str | None:
-        if seed == 2 and turn == 2 and not failed:
-            failed.append(seed)
-            return "hang"
-        return None
-
-    faults = EnvFaults(once_on_seed_2_turn_2, hang_s=DEADLINE_S)
+    once = FailOnce(2, 2, "hang")
+    faults = EnvFaults(once, hang_s=DEADLINE_S)
 
     def on_step(event: Any) -> None:
         if faults.entered.is_set() and not faults.release.is_set():
@@ -622,7 +602,8 @@ def test_a_hung_step_that_returns_after_its_timer_lands_no_step_twice() -> None:
     finally:
         faults.release.set()
         engine.close()
-    assert faults.returned.is_set() and collection.summary.causes == {"env_timeout": 1}
+    assert once.fired == [2] and faults.returned.is_set()
+    assert collection.summary.causes == {"env_timeout": 1}
     for g in collection.groups:
         for ep in g.members:
             assert [s.step for s in ep.steps] == list(range(len(ep.steps))), (g.seed, ep.status)

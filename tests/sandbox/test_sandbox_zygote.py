@@ -255,3 +255,16 @@ def test_a_cell_that_closes_its_stdio_leaves_the_session_working(one) -> None:
     assert not failing.ok and failing.status != "dead", failing
     assert "KeyError: 'shown'" in failing.stderr, failing
     assert value.ok and value.stdout == "7\n", value
+
+
+def test_a_cell_that_raises_system_exit_fails_alone_and_says_why(one) -> None:
+    """``sys.exit`` in a cell (even with stderr closed first) fails that cell with a note on
+    stderr, not the session: the next cell runs with the variables kept."""
+    with leak_free(one), one.session() as s:
+        exited = s.run("import sys\nkept = 7\nsys.exit(3)")
+        closed = s.run("import sys\nsys.stderr.close()\nraise SystemExit('bye')")
+        value = s.run("kept")
+    for r in (exited, closed):
+        assert not r.ok and r.status != "dead", r
+        assert r.stderr == "SystemExit is not allowed in a session cell\n", r
+    assert value.ok and value.stdout == "7\n", value
