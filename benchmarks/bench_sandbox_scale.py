@@ -280,6 +280,31 @@ def leftovers(pool: Any) -> dict[str, int]:
     return out
 
 
+def _steady(pool: Any, timeout: float = 30.0) -> None:
+    """Bring every worker to its steady state before a memory baseline. A fresh pool holds
+    no spare run processes yet (a worker forks them after its first release), and the first
+    forks copy pages of the worker's heap: a baseline taken then would count the spares and
+    those copies as left behind by the sessions. So: one one-shot run per worker, wait for
+    its spares, and again, until the workers' memory stops changing (at most ``timeout``)."""
+    try:
+        from agentgym.simulators.sandbox._jail import SPARES
+    except ImportError:  # a tree before spares
+        SPARES = 0
+    deadline = time.monotonic() + timeout
+    last = -1
+    while time.monotonic() < deadline:
+        for w in pool.workers:
+            w.call({"op": "exec", "code": "pass", "timeout": 10.0}, 30.0)
+        while time.monotonic() < deadline and any(
+            int(w.call({"op": "ping"}, 30.0).get("spares", SPARES)) < SPARES for w in pool.workers
+        ):
+            time.sleep(0.05)
+        now = _memory_usage(pool)
+        if abs(now - last) < 1 << 20:
+            return
+        last = now
+
+
 def scale_run(
     pool: Any,
     *,
@@ -370,6 +395,7 @@ def scale_run(
         finally:
             env.close()
 
+    _steady(pool)
     base_memory = _memory_usage(pool)
     with ThreadPoolExecutor(max_workers=sessions) as ex:
         futures = [ex.submit(episode, i) for i in range(sessions)]
@@ -683,11 +709,22 @@ except TypeError:  # a tree before the zygote
     config = SandboxConfig()
 def load():
     return " / ".join(open("/proc/loadavg").read().split()[:3])
+def own_cpu(pool):  # the workers' own processes (loop, zygote, remover, syscall guard)
+    total, tick = 0.0, os.sysconf("SC_CLK_TCK")
+    for w in pool.workers:
+        for group in [p for p in w.cgroup.paths if "/unified/" in p]:
+            for pid in open(os.path.join(group, "cgroup.procs")).read().split():
+                try:
+                    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                total += (int(fields[11]) + int(fields[12])) / tick
+    return total
 out = {}
 with SandboxPool(workers=2, config=config) as pool:
     for name, kw in (("alone", {"sessions": n - n // 10, "hostile": False}),
                      ("mixed", {"sessions": n})):
-        before = load()
+        before, cpu0 = load(), own_cpu(pool)
         r = scale_run(pool, **kw)
         out[name] = {"benign": r["benign"], "hostile": r["hostile"], "errors": len(r["errors"]),
                      "first_errors": r["errors"][:3],
@@ -697,7 +734,8 @@ with SandboxPool(workers=2, config=config) as pool:
                      "open_p99": percentile(r["resets"], 99),
                      "idle_mb": r["idle_memory_per_session"] / 2**20, "wall_s": r["wall_s"],
                      "left": r["leftovers"], "memory_left_mb": r["memory_left"] / 2**20,
-                     "crossing": r["crossing_bytes"], "load": f"{before} -> {load()}"}
+                     "crossing": r["crossing_bytes"], "load": f"{before} -> {load()}",
+                     "worker_cpu": own_cpu(pool) - cpu0}
 print(json.dumps(out))
 """
 
@@ -753,12 +791,14 @@ def density_section(
         f"`{base}`: the commit before, through `PYTHONPATH`. The sides alternate, "
         f"{rounds} rounds, in the order shown. Open = `env.reset()` (opens the session) while "
         f"all {n} open at once; idle memory = the workers' memory cgroups (processes, page "
-        "tables, kernel memory, work dirs) once all are open, over the sessions.",
+        "tables, kernel memory, work dirs) once all are open, over the sessions; workers' own "
+        "CPU = user + system time of the workers' own processes (event loop, zygote, remover, "
+        "syscall guard) over the run, not their sessions'.",
         "",
         "| code | run | sessions (benign + hostile) | benign errors | open p50 s | open p99 s "
-        "| idle MB / session | benign cell p50 ms | p99 ms | p99 / alone p99 | load (1/5/15) "
-        "before -> after |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| idle MB / session | benign cell p50 ms | p99 ms | p99 / alone p99 | workers' own CPU s "
+        "| load (1/5/15) before -> after |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for label, res in runs:
         alone = res["alone"]["cell_p99"]
@@ -768,7 +808,8 @@ def density_section(
                 f"| {label} | {name} | {r['benign']} + {r['hostile']} | {r['errors']} | "
                 f"{r['open_p50']:.2f} | {r['open_p99']:.2f} | {r['idle_mb']:.2f} | "
                 f"{r['cell_p50'] * 1e3:.0f} | {r['cell_p99'] * 1e3:.0f} | "
-                f"{r['cell_p99'] / alone:.2f} | {r['load']} |"
+                f"{r['cell_p99'] / alone:.2f} | {r.get('worker_cpu', float('nan')):.1f} | "
+                f"{r['load']} |"
             )
     left = []
     for label, res in runs:

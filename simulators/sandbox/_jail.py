@@ -423,6 +423,19 @@ def guard_main(listener: int, work_root: str, numbers: dict[int, str]) -> None:
 
 PATH_ENV = "/usr/local/bin:/usr/bin:/bin"
 
+_REAP_FIRST_S = 0.002
+"""How soon a uid whose processes are still dying is looked at again; the interval doubles."""
+_REAP_MAX_S = 0.1
+"""The longest interval between two looks at a uid still being released."""
+
+HOG_CHECK_S = 0.25
+"""How often a running cell's CPU time is looked at (a shorter cell is never looked at)."""
+HOG_CPU_S = 0.25
+"""CPU time a cell may take at its session's full weight; a benign cell takes milliseconds."""
+HOG_SHARES = 32
+"""A session's CPU weight (``cpu.shares``; 1024 is one process's) for the rest of a cell
+that took more than ``HOG_CPU_S``."""
+
 
 class _Timer:
     """A one-shot callback at a monotonic time; ``cancel`` makes it a no-op."""
@@ -1109,6 +1122,7 @@ class Worker:
         self.waiting: collections.deque = collections.deque()
         #: uids whose processes or cgroups are still going away
         self.reaping: list[dict] = []
+        self.reap_timer: _Timer | None = None
         self.children: set[int] = set()
         """Our own child processes still to be waited for (sessions, kill helpers)."""
         self.ping_waiters: list = []
@@ -1184,7 +1198,9 @@ class Worker:
         until = time.monotonic() + 5.0
         while self.reaping and time.monotonic() < until:
             self.remover.poll()
-            self.reaping = [e for e in self.reaping if not self._reap_entry(e)]
+            self._wait_children()
+            now = time.monotonic()
+            self.reaping = [e for e in self.reaping if not self._reap_entry(e, now)]
             time.sleep(0.005)
 
     def _dispatch(self, req: dict) -> None:
@@ -1531,19 +1547,21 @@ class Worker:
         Nothing slow happens here: the dirs are renamed into the trash at once and removed
         by the remover process once no process of the uid is left; the uid stays taken until
         then (so nothing of it is ever reused or left behind)."""
+        killed = False  # True: by cgroup.kill, which needs no second go
         if cg:
-            self._kill_all(cg)
+            killed = self._kill_all(cg)
         elif self.set_uid and _procs_of(uid):
             self._kill_uid_once(uid)
         trash = [t for t in map(self._to_trash, dirs) if t] + list(trashed or ())
-        entry = {"uid": uid, "cg": list(cg), "trash": trash, "sent": False, "tries": 0}
-        if self._reap_entry(entry):
+        entry = {"uid": uid, "cg": list(cg), "trash": trash, "sent": False, "due": 0.0,
+                 "delay": _REAP_FIRST_S, "killed": killed}  # fmt: skip
+        self._wait_children()
+        if self._reap_entry(entry, time.monotonic()):
             if self.waiting:
                 self._pump()
             return
         self.reaping.append(entry)
-        if len(self.reaping) == 1:
-            self.at(time.monotonic() + 0.002, self._reap_tick)
+        self._reap_at(entry["due"])
 
     def _to_trash(self, path: str) -> str | None:
         """Rename ``path`` into the root-only trash (a constant-time step); its new path."""
@@ -1566,32 +1584,45 @@ class Worker:
             if lineage is not None:
                 lineage.setdefault("trashed", []).append(trash)
 
-    def _kill_all(self, cg: list[str]) -> None:
+    def _kill_all(self, cg: list[str]) -> bool:
         """SIGKILL every process in ``cg``: at once through ``cgroup.kill`` (cgroup v2, frozen
-        processes and ones forking meanwhile included), and pid by pid."""
+        processes and ones forking meanwhile included; True), or else pid by pid (False:
+        a process forked meanwhile may be missed, so the caller kills again until none is
+        left)."""
         for path in cg:
-            kill = os.path.join(path, "cgroup.kill")
-            if path.startswith(self.cgroup_roots.get("unified", "\0")):
-                with contextlib.suppress(OSError):
-                    _write(kill, "1")
+            if self._is_v2(path):
+                try:
+                    _write(os.path.join(path, "cgroup.kill"), "1")
+                    return True
+                except OSError:
+                    pass
         self._kill_cgroup(cg)
+        return False
 
-    def _reap_entry(self, entry: dict) -> bool:
-        """One attempt to finish releasing a uid; True when it is free again."""
-        self._wait_children()
+    def _reap_entry(self, entry: dict, now: float) -> bool:
+        """One attempt to finish releasing a uid; True when it is free again.
+
+        Until its processes are gone, an entry is looked at only when due, at intervals
+        that double up to ``_REAP_MAX_S`` (a dying fork bomb or memory hog takes a while;
+        reading every such cgroup every few milliseconds, and again at every path the
+        remover finished, cost the worker's loop more than all live sessions did). After
+        that, what is left (the remover's work, the cgroups' removal) is cheap to look at."""
         uid = entry["uid"]
-        if entry["cg"]:
-            if self._cgroup_procs(entry["cg"]):
-                self._kill_all(entry["cg"])
+        if not entry["sent"]:
+            if now < entry["due"]:
                 return False
-        elif self.set_uid and _procs_of(uid):
-            self._kill_uid_once(uid)
-            return False
-        if not entry.get("sent"):  # every process is gone: nothing can write there any more
-            entry["sent"] = True
-            for path in entry.get("trash", ()):
+            if entry["cg"] and self._populated(entry["cg"]):
+                if not entry["killed"]:
+                    self._kill_cgroup(entry["cg"])
+                return self._reap_later(entry, now)
+            if not entry["cg"] and self.set_uid and _procs_of(uid):
+                self._kill_uid_once(uid)
+                return self._reap_later(entry, now)
+            entry["sent"] = True  # every process is gone: nothing can write there any more
+            for path in entry["trash"]:
                 self.remover.remove(path)
-        if self.remover.busy(entry.get("trash", [])):
+        if self.remover.busy(entry["trash"]):
+            entry["due"] = now + _REAP_MAX_S  # (the remover's answer looks again sooner)
             return False
         left = []
         for path in entry["cg"]:  # after the files: their memory charge leaves with them
@@ -1603,25 +1634,52 @@ class Worker:
                 left.append(path)
         entry["cg"] = left
         if left:
-            return False
+            return self._reap_later(entry, now)
         self.busy_uids.discard(uid)
         return True
 
+    @staticmethod
+    def _reap_later(entry: dict, now: float) -> bool:
+        """Not released yet: look again after the entry's interval, then double it."""
+        entry["due"] = now + entry["delay"]
+        entry["delay"] = min(_REAP_MAX_S, entry["delay"] * 2)
+        return False
+
+    def _populated(self, cg: list[str]) -> bool:
+        """Whether any process is left in a lineage's or run's cgroups: the cgroup v2 group's
+        ``populated`` flag (a few bytes, however many processes are dying), else the pids."""
+        for path in cg:
+            if self._is_v2(path):
+                with contextlib.suppress(OSError):
+                    return b"populated 0" not in _read(os.path.join(path, "cgroup.events"))
+        return bool(self._cgroup_procs(cg))
+
+    def _is_v2(self, path: str) -> bool:
+        return path.startswith(self.cgroup_roots.get("unified", "\0") + "/")
+
+    def _reap_at(self, when: float) -> None:
+        """Have :meth:`_reap_tick` run at ``when`` or sooner (one timer for every entry)."""
+        timer = self.reap_timer
+        if timer is not None and timer.fn is not None and timer.when <= when:
+            return
+        if timer is not None:
+            timer.cancel()
+        self.reap_timer = self.at(when, self._reap_tick)
+
     def _reap_tick(self) -> None:
         """Retry releasing uids until all is gone (never given up: a uid whose processes
-        have not died yet stays taken); quickly at first, then every 0.1 s."""
-        now = time.monotonic()
+        have not died yet stays taken), each entry when it is due."""
+        self.reap_timer = None
         self._reap_ready()
         if self.reaping:
-            tries = min(e.setdefault("tries", 0) for e in self.reaping)
-            for e in self.reaping:
-                e["tries"] += 1
-            self.at(now + (0.005 if tries < 100 else 0.1), self._reap_tick)
+            self._reap_at(min(e["due"] for e in self.reaping))
 
     def _reap_ready(self) -> None:
         """Finish the releases that can finish now; answer pings and start waiting work."""
         if self.reaping:
-            self.reaping = [e for e in self.reaping if not self._reap_entry(e)]
+            self._wait_children()
+            now = time.monotonic()
+            self.reaping = [e for e in self.reaping if not self._reap_entry(e, now)]
             if not self.reaping:
                 self._answer_pings()
         if self.waiting:
@@ -2001,6 +2059,7 @@ class Worker:
         def done(got: dict) -> None:
             s["watch"] = None
             self._busy(-1)
+            self._end_hog_watch(s)
             status = got["status"]
             reply = got["reply"]
             if status is None and reply is None:
@@ -2038,6 +2097,48 @@ class Worker:
         )  # fmt: skip
         if not watch.done:
             s["watch"] = watch
+            s["hog"] = self.at(time.monotonic() + HOG_CHECK_S, lambda: self._hog_check(s, -1))
+
+    # ---- short cells first: a two-level feedback queue on CPU weight ---------------------
+
+    def _hog_check(self, s: dict, since: int) -> None:
+        """While a cell runs: once it has taken ``HOG_CPU_S`` of CPU (its lineage's, counted
+        from the first look, ``HOG_CHECK_S`` after it started), its lineage weighs
+        ``HOG_SHARES`` until the cell ends.
+
+        Among busy sessions a spinning cell then yields to the short cells of the others
+        (fair shares would give it as much as each of them, for as long as its timeout);
+        with the CPU free it still gets all of it, as a weight only divides contention."""
+        lineage = self.lineages.get(s["uid"])
+        if s.get("watch") is None or lineage is None:
+            return
+        cpu = self.cgroup_roots.get("cpu")
+        unified = self.cgroup_roots.get("unified")
+        paths = {os.path.dirname(p): p for p in lineage["cg"]}
+        if cpu not in paths or unified not in paths:
+            return  # no weight to set or no CPU time to read: nothing to do
+        try:
+            used = int(_read(os.path.join(paths[unified], "cpu.stat")).split(None, 2)[1])
+        except (OSError, ValueError, IndexError):
+            return
+        if since >= 0 and used - since >= HOG_CPU_S * 1e6:
+            with contextlib.suppress(OSError):
+                _write(os.path.join(paths[cpu], "cpu.shares"), str(HOG_SHARES))
+                lineage["hog"] = paths[cpu]
+            return
+        start = used if since < 0 else since
+        s["hog"] = self.at(time.monotonic() + HOG_CHECK_S, lambda: self._hog_check(s, start))
+
+    def _end_hog_watch(self, s: dict) -> None:
+        """A cell ended: stop looking at its CPU time; a lowered weight is restored."""
+        timer = s.pop("hog", None)
+        if timer is not None:
+            timer.cancel()
+        lineage = self.lineages.get(s["uid"])
+        cpu = lineage.pop("hog", None) if lineage is not None else None
+        if cpu is not None:
+            with contextlib.suppress(OSError):
+                _write(os.path.join(cpu, "cpu.shares"), "1024")
 
     def _sweep(self, uid: int) -> str:
         """After every session call: kill what the lineage left running besides its sessions.
