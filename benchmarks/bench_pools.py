@@ -24,9 +24,7 @@ import gymnasium as gym
 import agentgym  # noqa: F401  (registers the envs)
 from agentgym.pools import EnvPool
 from benchmarks.cli import exit_on_help
-from benchmarks.timing import interleaved, min_median
-
-_TICK = os.sysconf("SC_CLK_TCK")
+from benchmarks.timing import interleaved, min_median, process_cpu
 
 
 def _tree_cpu() -> float:
@@ -34,15 +32,9 @@ def _tree_cpu() -> float:
     (pool workers, Playwright drivers, every Chromium process), read from /proc."""
     stats: dict[int, tuple[int, float]] = {}  # pid -> (ppid, cpu seconds)
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:  # the process ended meanwhile
-            continue
-        # after the command name: state ppid ... utime (12th) stime (13th)
-        stats[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK)
+        got = process_cpu(entry) if entry.isdigit() else None
+        if got is not None:  # (None: not a process, or it ended meanwhile)
+            stats[int(entry)] = got
     children: dict[int, list[int]] = {}
     for pid, (ppid, _) in stats.items():
         children.setdefault(ppid, []).append(pid)

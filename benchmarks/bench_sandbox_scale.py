@@ -702,6 +702,7 @@ import json, os, sys, time
 from agentgym.simulators.sandbox import SandboxConfig, SandboxPool
 from benchmarks.serve_clients import percentile
 from benchmarks.bench_sandbox_scale import scale_run
+from benchmarks.timing import process_cpu
 n, zygote = int(sys.argv[1]), sys.argv[2] == "1"
 try:
     config = SandboxConfig(zygote=zygote)
@@ -710,16 +711,9 @@ except TypeError:  # a tree before the zygote
 def load():
     return " / ".join(open("/proc/loadavg").read().split()[:3])
 def own_cpu(pool):  # the workers' own processes (loop, zygote, remover, syscall guard)
-    total, tick = 0.0, os.sysconf("SC_CLK_TCK")
-    for w in pool.workers:
-        for group in [p for p in w.cgroup.paths if "/unified/" in p]:
-            for pid in open(os.path.join(group, "cgroup.procs")).read().split():
-                try:
-                    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-                except OSError:
-                    continue
-                total += (int(fields[11]) + int(fields[12])) / tick
-    return total
+    groups = [p for w in pool.workers for p in w.cgroup.paths if "/unified/" in p]
+    pids = [pid for g in groups for pid in open(os.path.join(g, "cgroup.procs")).read().split()]
+    return sum(got[1] for got in map(process_cpu, pids) if got is not None)
 out = {}
 with SandboxPool(workers=2, config=config) as pool:
     for name, kw in (("alone", {"sessions": n - n // 10, "hostile": False}),

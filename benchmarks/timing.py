@@ -16,6 +16,8 @@ from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
 
 def interleaved(
     fns: Mapping[K, Callable[[], object]], rounds: int, *, rotate: bool = False
@@ -56,3 +58,15 @@ def load() -> str:
     return (
         f"load average {one:.2f} / {five:.2f} / {fifteen:.2f} (1/5/15 min) on {os.cpu_count()} CPUs"
     )
+
+
+def process_cpu(pid: int | str) -> tuple[int, float] | None:
+    """``(parent pid, CPU seconds)`` of process ``pid``: the user + system time it has used
+    so far, from ``/proc``; None once it has ended."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    # after the command name: state ppid ... utime (12th) stime (13th), in clock ticks
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK

@@ -1589,13 +1589,13 @@ class Worker:
         processes and ones forking meanwhile included; True), or else pid by pid (False:
         a process forked meanwhile may be missed, so the caller kills again until none is
         left)."""
-        for path in cg:
-            if self._is_v2(path):
-                try:
-                    _write(os.path.join(path, "cgroup.kill"), "1")
-                    return True
-                except OSError:
-                    pass
+        v2 = self._cg_path(cg, "unified")
+        if v2 is not None:
+            try:
+                _write(os.path.join(v2, "cgroup.kill"), "1")
+                return True
+            except OSError:
+                pass
         self._kill_cgroup(cg)
         return False
 
@@ -1648,14 +1648,16 @@ class Worker:
     def _populated(self, cg: list[str]) -> bool:
         """Whether any process is left in a lineage's or run's cgroups: the cgroup v2 group's
         ``populated`` flag (a few bytes, however many processes are dying), else the pids."""
-        for path in cg:
-            if self._is_v2(path):
-                with contextlib.suppress(OSError):
-                    return b"populated 0" not in _read(os.path.join(path, "cgroup.events"))
+        v2 = self._cg_path(cg, "unified")
+        if v2 is not None:
+            with contextlib.suppress(OSError):
+                return b"populated 0" not in _read(os.path.join(v2, "cgroup.events"))
         return bool(self._cgroup_procs(cg))
 
-    def _is_v2(self, path: str) -> bool:
-        return path.startswith(self.cgroup_roots.get("unified", "\0") + "/")
+    def _cg_path(self, cg: list[str], controller: str) -> str | None:
+        """The group among ``cg`` (a lineage's or run's) in ``controller``'s hierarchy."""
+        root = self.cgroup_roots.get(controller)
+        return next((p for p in cg if os.path.dirname(p) == root), None) if root else None
 
     def _reap_at(self, when: float) -> None:
         """Have :meth:`_reap_tick` run at ``when`` or sooner (one timer for every entry)."""
@@ -1941,13 +1943,10 @@ class Worker:
 
     def _open_freezer(self, cg: list[str]) -> int | None:
         """An fd on the lineage's ``cgroup.freeze`` (cgroup v2), or None without a freezer."""
-        if not self.freezer:
-            return None
-        root = self.cgroup_roots["unified"]
-        for path in cg:
-            if path.startswith(root + "/"):
-                with contextlib.suppress(OSError):
-                    return os.open(os.path.join(path, "cgroup.freeze"), os.O_WRONLY | os.O_CLOEXEC)
+        v2 = self._cg_path(cg, "unified") if self.freezer else None
+        if v2 is not None:
+            with contextlib.suppress(OSError):
+                return os.open(os.path.join(v2, "cgroup.freeze"), os.O_WRONLY | os.O_CLOEXEC)
         return None
 
     def _set_frozen(self, uid: int, frozen: bool) -> None:
@@ -2044,13 +2043,16 @@ class Worker:
         return reply if isinstance(reply, dict) else None
 
     def _session_call(
-        self, s: dict, msg: dict, deadline: float, on_done, read_ctl=None, prepare=None
-    ) -> None:
+        self, s: dict, msg: dict, deadline: float, on_done, read_ctl=None, prepare=None,
+        cell: bool = False,
+    ) -> None:  # fmt: skip
         """Wake the session, send ``msg``, and report its answer (or its end) to ``on_done``.
 
         ``on_done(out)`` gets the output and a ``status`` that is None when the session
         answered. Before that, ``prepare(out)`` (if given) runs, the lineage is swept and the
-        session is stopped again; after it, the lineage's next queued operation starts.
+        session is stopped again; after it, the lineage's next queued operation starts. A
+        ``cell`` (agent code) has its CPU time watched (:meth:`_hog_check`); a digest or a
+        fork runs only the sandbox's own code.
         """
         uid = s["uid"]
         self._set_frozen(uid, False)
@@ -2097,7 +2099,8 @@ class Worker:
         )  # fmt: skip
         if not watch.done:
             s["watch"] = watch
-            s["hog"] = self.at(time.monotonic() + HOG_CHECK_S, lambda: self._hog_check(s, -1))
+            if cell:
+                s["hog"] = self.at(time.monotonic() + HOG_CHECK_S, lambda: self._hog_check(s, -1))
 
     # ---- short cells first: a two-level feedback queue on CPU weight ---------------------
 
@@ -2112,19 +2115,18 @@ class Worker:
         lineage = self.lineages.get(s["uid"])
         if s.get("watch") is None or lineage is None:
             return
-        cpu = self.cgroup_roots.get("cpu")
-        unified = self.cgroup_roots.get("unified")
-        paths = {os.path.dirname(p): p for p in lineage["cg"]}
-        if cpu not in paths or unified not in paths:
+        cpu = self._cg_path(lineage["cg"], "cpu")
+        unified = self._cg_path(lineage["cg"], "unified")
+        if cpu is None or unified is None:
             return  # no weight to set or no CPU time to read: nothing to do
         try:
-            used = int(_read(os.path.join(paths[unified], "cpu.stat")).split(None, 2)[1])
+            used = int(_read(os.path.join(unified, "cpu.stat")).split(None, 2)[1])
         except (OSError, ValueError, IndexError):
             return
         if since >= 0 and used - since >= HOG_CPU_S * 1e6:
             with contextlib.suppress(OSError):
-                _write(os.path.join(paths[cpu], "cpu.shares"), str(HOG_SHARES))
-                lineage["hog"] = paths[cpu]
+                _write(os.path.join(cpu, "cpu.shares"), str(HOG_SHARES))
+                lineage["hog"] = cpu
             return
         start = used if since < 0 else since
         s["hog"] = self.at(time.monotonic() + HOG_CHECK_S, lambda: self._hog_check(s, start))
@@ -2219,7 +2221,7 @@ class Worker:
             reply(answer)
 
         msg = {"op": "run", "code": req["code"], "digest": bool(req.get("digest"))}
-        self._lineage_op(s, lambda: self._session_call(s, msg, deadline, done))
+        self._lineage_op(s, lambda: self._session_call(s, msg, deadline, done, cell=True))
 
     def op_session_digest(self, req: dict, reply) -> None:
         s = self._session(req)
