@@ -428,14 +428,6 @@ _REAP_FIRST_S = 0.002
 _REAP_MAX_S = 0.1
 """The longest interval between two looks at a uid still being released."""
 
-HOG_CHECK_S = 0.25
-"""How often a running cell's CPU time is looked at (a shorter cell is never looked at)."""
-HOG_CPU_S = 0.25
-"""CPU time a cell may take at its session's full weight; a benign cell takes milliseconds."""
-HOG_SHARES = 32
-"""A session's CPU weight (``cpu.shares``; 1024 is one process's) for the rest of a cell
-that took more than ``HOG_CPU_S``."""
-
 
 class _Timer:
     """A one-shot callback at a monotonic time; ``cancel`` makes it a no-op."""
@@ -612,6 +604,63 @@ class _OnExit:
     def on_event(self, name: str, mask: int) -> None:
         self.worker.sel.unregister(self.pidfd)
         self.fn()
+
+
+class Outbox:
+    """The worker's answers to the host, written without ever blocking the event loop.
+
+    When the host is slow to read (a burst of a thousand cells ends together), its pipe fills;
+    a blocking write would stop the loop, and with it every session's cell and every request
+    still waiting to be read, until the host caught up. What the pipe cannot take now waits
+    here, in order, and goes out as the pipe drains.
+    """
+
+    __slots__ = ("fd", "gone", "pending", "worker")
+
+    def __init__(self, worker: Worker, fd: int):
+        self.worker = worker
+        self.fd = fd
+        self.pending: collections.deque[memoryview] = collections.deque()
+        self.gone = False
+        os.set_blocking(fd, False)
+
+    def send(self, frame: dict) -> None:
+        data = json.dumps(frame).encode()
+        waiting = bool(self.pending)
+        self.pending.append(memoryview(_HDR.pack(len(data)) + data))
+        if waiting:
+            return  # behind what waits already: answers keep their order
+        self._flush()
+        if self.pending:
+            self.worker.sel.register(self.fd, selectors.EVENT_WRITE, (self, "writable"))
+
+    def on_event(self, name: str, mask: int) -> None:
+        self._flush()
+        if not self.pending:
+            self.worker.sel.unregister(self.fd)
+
+    def _flush(self) -> None:
+        """Write what waits until the pipe is full, or the host is gone (nobody to tell)."""
+        while self.pending:
+            try:
+                n = os.write(self.fd, self.pending[0])
+            except BlockingIOError:
+                return
+            except OSError:  # the host is gone (its end is closed): the read side sees
+                self.pending.clear()  # EOF next and shuts the worker down
+                self.worker.stopping = True
+                return
+            if n < len(self.pending[0]):
+                self.pending[0] = self.pending[0][n:]
+            else:
+                self.pending.popleft()
+
+    def drain(self, timeout: float) -> None:
+        """At shutdown: give the host what is still owed, for at most ``timeout`` seconds."""
+        until = time.monotonic() + timeout
+        while self.pending and time.monotonic() < until:
+            select.select([], [self.fd], [], max(0.0, until - time.monotonic()))
+            self._flush()
 
 
 class Remover:
@@ -1127,6 +1176,7 @@ class Worker:
         """Our own child processes still to be waited for (sessions, kill helpers)."""
         self.ping_waiters: list = []
         self.wfd = -1
+        self.outbox: Outbox | None = None
         self.running = 0
         """Runs and session calls in flight: the worker's CPU weight follows it."""
         self.cpus = max(1, int(cfg.get("cpus") or 1))
@@ -1155,6 +1205,7 @@ class Worker:
 
     def serve(self, rfd: int, wfd: int) -> None:
         self.wfd = wfd
+        self.outbox = Outbox(self, wfd)
         self.sel.register(rfd, selectors.EVENT_READ, (None, "host"))
         while True:
             timeout = None
@@ -1171,6 +1222,7 @@ class Worker:
                     req = read_frame(rfd)
                 except (EOFError, ValueError):
                     self._shutdown()
+                    self.outbox.drain(2.0)
                     return
                 self._dispatch(req)
             now = time.monotonic()
@@ -1207,12 +1259,9 @@ class Worker:
         sent = []
 
         def reply(obj: dict) -> None:
-            if not sent:
+            if not sent and self.outbox is not None:
                 sent.append(True)
-                try:
-                    write_frame(self.wfd, {**obj, "id": req.get("id")})
-                except BrokenPipeError:  # the host is gone (its end is closed): the
-                    self.stopping = True  # read side sees EOF next and shuts down
+                self.outbox.send({**obj, "id": req.get("id")})
 
         op = getattr(self, "op_" + str(req.get("op")), None)
         try:
@@ -2043,16 +2092,13 @@ class Worker:
         return reply if isinstance(reply, dict) else None
 
     def _session_call(
-        self, s: dict, msg: dict, deadline: float, on_done, read_ctl=None, prepare=None,
-        cell: bool = False,
-    ) -> None:  # fmt: skip
+        self, s: dict, msg: dict, deadline: float, on_done, read_ctl=None, prepare=None
+    ) -> None:
         """Wake the session, send ``msg``, and report its answer (or its end) to ``on_done``.
 
         ``on_done(out)`` gets the output and a ``status`` that is None when the session
         answered. Before that, ``prepare(out)`` (if given) runs, the lineage is swept and the
-        session is stopped again; after it, the lineage's next queued operation starts. A
-        ``cell`` (agent code) has its CPU time watched (:meth:`_hog_check`); a digest or a
-        fork runs only the sandbox's own code.
+        session is stopped again; after it, the lineage's next queued operation starts.
         """
         uid = s["uid"]
         self._set_frozen(uid, False)
@@ -2061,7 +2107,6 @@ class Worker:
         def done(got: dict) -> None:
             s["watch"] = None
             self._busy(-1)
-            self._end_hog_watch(s)
             status = got["status"]
             reply = got["reply"]
             if status is None and reply is None:
@@ -2099,48 +2144,6 @@ class Worker:
         )  # fmt: skip
         if not watch.done:
             s["watch"] = watch
-            if cell:
-                s["hog"] = self.at(time.monotonic() + HOG_CHECK_S, lambda: self._hog_check(s, -1))
-
-    # ---- short cells first: a two-level feedback queue on CPU weight ---------------------
-
-    def _hog_check(self, s: dict, since: int) -> None:
-        """While a cell runs: once it has taken ``HOG_CPU_S`` of CPU (its lineage's, counted
-        from the first look, ``HOG_CHECK_S`` after it started), its lineage weighs
-        ``HOG_SHARES`` until the cell ends.
-
-        Among busy sessions a spinning cell then yields to the short cells of the others
-        (fair shares would give it as much as each of them, for as long as its timeout);
-        with the CPU free it still gets all of it, as a weight only divides contention."""
-        lineage = self.lineages.get(s["uid"])
-        if s.get("watch") is None or lineage is None:
-            return
-        cpu = self._cg_path(lineage["cg"], "cpu")
-        unified = self._cg_path(lineage["cg"], "unified")
-        if cpu is None or unified is None:
-            return  # no weight to set or no CPU time to read: nothing to do
-        try:
-            used = int(_read(os.path.join(unified, "cpu.stat")).split(None, 2)[1])
-        except (OSError, ValueError, IndexError):
-            return
-        if since >= 0 and used - since >= HOG_CPU_S * 1e6:
-            with contextlib.suppress(OSError):
-                _write(os.path.join(cpu, "cpu.shares"), str(HOG_SHARES))
-                lineage["hog"] = cpu
-            return
-        start = used if since < 0 else since
-        s["hog"] = self.at(time.monotonic() + HOG_CHECK_S, lambda: self._hog_check(s, start))
-
-    def _end_hog_watch(self, s: dict) -> None:
-        """A cell ended: stop looking at its CPU time; a lowered weight is restored."""
-        timer = s.pop("hog", None)
-        if timer is not None:
-            timer.cancel()
-        lineage = self.lineages.get(s["uid"])
-        cpu = lineage.pop("hog", None) if lineage is not None else None
-        if cpu is not None:
-            with contextlib.suppress(OSError):
-                _write(os.path.join(cpu, "cpu.shares"), "1024")
 
     def _sweep(self, uid: int) -> str:
         """After every session call: kill what the lineage left running besides its sessions.
@@ -2221,7 +2224,7 @@ class Worker:
             reply(answer)
 
         msg = {"op": "run", "code": req["code"], "digest": bool(req.get("digest"))}
-        self._lineage_op(s, lambda: self._session_call(s, msg, deadline, done, cell=True))
+        self._lineage_op(s, lambda: self._session_call(s, msg, deadline, done))
 
     def op_session_digest(self, req: dict, reply) -> None:
         s = self._session(req)

@@ -266,61 +266,6 @@ def test_code_with_a_lone_surrogate_gets_a_syntax_error_not_a_compiler_traceback
         assert r.stderr == f"SyntaxError: line {line}: {note}\n", r.stderr
 
 
-def test_a_cell_that_keeps_the_cpu_busy_weighs_less_until_it_ends(one: SandboxPool) -> None:
-    """Once a cell has taken ``HOG_CPU_S`` of CPU, its session's cpu group weighs
-    ``HOG_SHARES`` for the rest of the cell, so the short cells of other sessions go first;
-    a cell that sleeps as long is never lowered, and every weight is back at one process's
-    when the cells end (the next cell of the spinner starts at full weight)."""
-    import time
-
-    from agentgym.simulators.sandbox._jail import HOG_SHARES
-    from agentgym.simulators.sandbox.cgroups import WorkerCgroup
-
-    (cpu_dir,) = [p for p in one.workers[0].cgroup.paths if "/cpu/" in p]
-
-    def weights() -> dict[str, int]:
-        out = {}
-        for d in WorkerCgroup.children(cpu_dir):
-            try:
-                with open(os.path.join(d, "cpu.shares")) as fh:
-                    out[d] = int(fh.read())
-            except (OSError, ValueError):  # a group going away
-                pass
-        return out
-
-    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.5:\n    pass"
-    sessions = _sessions(one, 2)
-    try:
-        assert set(weights().values()) == {1024}
-        results: dict[str, object] = {}
-
-        def run(name: str, session: Session, code: str) -> None:
-            results[name] = session.run(code)
-
-        threads = [
-            threading.Thread(target=run, args=("spin", sessions[0], spin)),
-            threading.Thread(target=run, args=("sleep", sessions[1], "time.sleep(2.5)")),
-        ]
-        for t in threads:
-            t.start()
-        lowered: set[str] = set()
-        while any(t.is_alive() for t in threads):  # every weight seen while the cells run
-            lowered |= {d for d, w in weights().items() if w != 1024}
-            assert set(weights().values()) <= {1024, HOG_SHARES}
-            time.sleep(0.01)
-        for t in threads:
-            t.join()
-        after = weights()
-        again = sessions[0].run("1 + 1")
-    finally:
-        for s in sessions:
-            s.close()
-    assert all(r.ok for r in results.values()), results  # type: ignore[attr-defined]
-    assert len(lowered) == 1, lowered  # the spinner's group, not the sleeper's
-    assert set(after.values()) == {1024}, after
-    assert again.ok and again.stdout == "2\n", again
-
-
 def test_the_worker_weighs_one_process_per_running_cell_up_to_one_per_cpu(
     one: SandboxPool,
 ) -> None:

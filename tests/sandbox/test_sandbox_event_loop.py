@@ -220,3 +220,50 @@ def test_a_zygote_lost_while_a_request_for_it_waits_loses_no_session(one: Sandbo
     w.call({"op": "session_close", "sid": sid}, 10.0)
     with one.session(timeout=30.0) as s:  # and a new zygote forks the next ones
         assert s.run("print(1)").stdout == "1\n"
+
+
+@pytest.mark.usefixtures("one_leak_free")
+def test_a_host_slow_to_read_its_answers_holds_up_no_other_request(one: SandboxPool) -> None:
+    """Answers the host's pipe cannot take wait in the worker, in order, while its loop goes
+    on: with the pipe full of unread answers, a new session still opens (its cgroup v2 group
+    appears, which only sessions have). A worker that wrote its answers blocking would stop
+    its whole loop, every other session's cells with it, until the host read."""
+    import fcntl
+    import json
+    import termios
+
+    from agentgym.simulators.sandbox import worker as worker_mod
+    from agentgym.simulators.sandbox.cgroups import WorkerCgroup
+
+    w = one.workers[0]
+    chan = w._channel()
+    (v2,) = [p for p in w.cgroup.paths if "/unified/" in p]
+    before = set(WorkerCgroup.children(v2))
+    ids = iter(range(10**9, 10**9 + 100))  # ids the channel does not know: nobody reads them
+
+    def raw(msg: dict) -> None:
+        data = json.dumps({**msg, "id": next(ids)}).encode()
+        with chan.send_lock:
+            chan.stdin.write(worker_mod._HDR.pack(len(data)) + data)
+            chan.stdin.flush()
+
+    def unread() -> int:
+        buf = bytearray(4)
+        fcntl.ioctl(chan.fd, termios.FIONREAD, buf)
+        return int.from_bytes(buf, "little")
+
+    big = "import sys\nsys.stdout.write('x' * 60000)"  # one answer: 60 kB of the pipe's 64 KiB
+    for _ in range(4):
+        raw({"op": "exec", "code": big, "timeout": 30.0})
+    # full: within a page of its 64 KiB (a pipe holds whole pages; answers are not aligned)
+    _wait(lambda: unread() > 65536 - 4096, "the host's pipe filled up with answers")
+    raw({"op": "session_new"})
+    _wait(lambda: set(WorkerCgroup.children(v2)) - before, "a session opened meanwhile")
+    answers = [worker_mod._read_frame(chan.fd, time.monotonic() + 60.0) for _ in range(5)]
+    runs = [a for a in answers if "sid" not in a]
+    assert [a["status"] for a in runs] == ["ok"] * 4, runs
+    assert all(a["stdout"] == "x" * 60000 for a in runs)  # whole, in one piece each
+    (opened,) = [a for a in answers if "sid" in a]
+    r = w.call({"op": "session_run", "sid": opened["sid"], "code": "6 * 7", "timeout": 30.0}, 30.0)
+    assert r["status"] == "ok" and r["stdout"] == "42\n", r
+    w.call({"op": "session_close", "sid": opened["sid"]}, 10.0)
