@@ -615,13 +615,12 @@ class Outbox:
     here, in order, and goes out as the pipe drains.
     """
 
-    __slots__ = ("fd", "gone", "pending", "worker")
+    __slots__ = ("fd", "pending", "worker")
 
     def __init__(self, worker: Worker, fd: int):
         self.worker = worker
         self.fd = fd
         self.pending: collections.deque[memoryview] = collections.deque()
-        self.gone = False
         os.set_blocking(fd, False)
 
     def send(self, frame: dict) -> None:
@@ -1175,8 +1174,8 @@ class Worker:
         self.children: set[int] = set()
         """Our own child processes still to be waited for (sessions, kill helpers)."""
         self.ping_waiters: list = []
-        self.wfd = -1
         self.outbox: Outbox | None = None
+        """The answers' way to the host (made by :meth:`serve`)."""
         self.running = 0
         """Runs and session calls in flight: the worker's CPU weight follows it."""
         self.cpus = max(1, int(cfg.get("cpus") or 1))
@@ -1204,7 +1203,6 @@ class Worker:
         return timer
 
     def serve(self, rfd: int, wfd: int) -> None:
-        self.wfd = wfd
         self.outbox = Outbox(self, wfd)
         self.sel.register(rfd, selectors.EVENT_READ, (None, "host"))
         while True:
