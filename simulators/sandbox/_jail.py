@@ -80,12 +80,10 @@ def read_frame(fd: int) -> dict:
     return json.loads(read_exact(fd, n))
 
 
-def write_frame(fd: int, obj: dict) -> None:
+def frame(obj: Any) -> bytes:
+    """``obj`` as one frame: its JSON's length, then the JSON."""
     data = json.dumps(obj).encode()
-    data = _HDR.pack(len(data)) + data
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    return _HDR.pack(len(data)) + data
 
 
 # --------------------------------------------------------------------------------------------
@@ -623,10 +621,9 @@ class Outbox:
         self.pending: collections.deque[memoryview] = collections.deque()
         os.set_blocking(fd, False)
 
-    def send(self, frame: dict) -> None:
-        data = json.dumps(frame).encode()
+    def send(self, answer: dict) -> None:
         waiting = bool(self.pending)
-        self.pending.append(memoryview(_HDR.pack(len(data)) + data))
+        self.pending.append(memoryview(frame(answer)))
         if waiting:
             return  # behind what waits already: answers keep their order
         self._flush()
@@ -654,11 +651,12 @@ class Outbox:
             else:
                 self.pending.popleft()
 
-    def drain(self, timeout: float) -> None:
-        """At shutdown: give the host what is still owed, for at most ``timeout`` seconds."""
-        until = time.monotonic() + timeout
-        while self.pending and time.monotonic() < until:
-            select.select([], [self.fd], [], max(0.0, until - time.monotonic()))
+    def drain(self, patience: float) -> None:
+        """At shutdown: give the host what is still owed, while it keeps reading (given up
+        once its pipe has taken nothing for ``patience`` seconds)."""
+        poll = select.poll()
+        poll.register(self.fd, select.POLLOUT)
+        while self.pending and poll.poll(patience * 1000):
             self._flush()
 
 
@@ -1134,7 +1132,7 @@ class Worker:
     stopped (SIGSTOP) whenever it has no cell running, so no agent code runs between cells.
     """
 
-    def __init__(self, cfg: dict):
+    def __init__(self, cfg: dict, host_fd: int):
         self.cfg = cfg
         self.uid_base: int = cfg["uid_base"]
         self.n_uids: int = cfg["n_uids"]
@@ -1174,8 +1172,8 @@ class Worker:
         self.children: set[int] = set()
         """Our own child processes still to be waited for (sessions, kill helpers)."""
         self.ping_waiters: list = []
-        self.outbox: Outbox | None = None
-        """The answers' way to the host (made by :meth:`serve`)."""
+        self.outbox = Outbox(self, host_fd)
+        """The answers' way to the host."""
         self.running = 0
         """Runs and session calls in flight: the worker's CPU weight follows it."""
         self.cpus = max(1, int(cfg.get("cpus") or 1))
@@ -1202,8 +1200,7 @@ class Worker:
         heapq.heappush(self.timers, timer)
         return timer
 
-    def serve(self, rfd: int, wfd: int) -> None:
-        self.outbox = Outbox(self, wfd)
+    def serve(self, rfd: int) -> None:
         self.sel.register(rfd, selectors.EVENT_READ, (None, "host"))
         while True:
             timeout = None
@@ -1257,7 +1254,7 @@ class Worker:
         sent = []
 
         def reply(obj: dict) -> None:
-            if not sent and self.outbox is not None:
+            if not sent:
                 sent.append(True)
                 self.outbox.send({**obj, "id": req.get("id")})
 
@@ -1397,18 +1394,16 @@ class Worker:
     def _limit_cgroup(self, cg: list[str], limits: dict) -> None:
         """Put ``limits`` on a lineage's or run's cgroups: memory + files (+ slack) and
         processes. (A new cpu cgroup weighs one process, 1024: every session and run alike.)"""
-        controllers = {root: name for name, root in self.cgroup_roots.items()}
-        mem = str(int(limits["memory"]) + int(limits["disk"]) + _SLACK)
-        for path in cg:
-            controller = controllers.get(os.path.dirname(path))
-            if controller == "memory":  # memory + swap may not go below memory: this order
-                knobs = ("memory.memsw.limit_in_bytes", "memory.limit_in_bytes")  # works
-                for knob in (*knobs, knobs[0]):  # whether the limit goes up or down
-                    with contextlib.suppress(OSError):
-                        _write(os.path.join(path, knob), mem)
-            elif controller == "pids":
+        memory, pids = self._cg_path(cg, "memory"), self._cg_path(cg, "pids")
+        if memory is not None:  # memory + swap may not go below memory: this order works
+            mem = str(int(limits["memory"]) + int(limits["disk"]) + _SLACK)
+            knobs = ("memory.memsw.limit_in_bytes", "memory.limit_in_bytes")
+            for knob in (*knobs, knobs[0]):  # whether the limit goes up or down
                 with contextlib.suppress(OSError):
-                    _write(os.path.join(path, "pids.max"), str(int(limits["processes"])))
+                    _write(os.path.join(memory, knob), mem)
+        if pids is not None:
+            with contextlib.suppress(OSError):
+                _write(os.path.join(pids, "pids.max"), str(int(limits["processes"])))
 
     def _cgroup_procs(self, cg: list[str], what: str = "cgroup.procs") -> set[int]:
         for path in cg:
@@ -1884,9 +1879,8 @@ class Worker:
     def _take_spare(self, req: dict, limits: dict) -> dict | None:
         """A live spare given this run (limits on its cgroups, files, the code); None when
         there is none, or the run is too big to hand over without blocking."""
-        job = json.dumps({"code": req["code"], "limits": limits, "grade": req.get("grade")})
-        frame = _HDR.pack(len(job.encode())) + job.encode()
-        if len(frame) > _SPARE_JOB_MAX:
+        job = frame({"code": req["code"], "limits": limits, "grade": req.get("grade")})
+        if len(job) > _SPARE_JOB_MAX:
             return None
         while self.spares:
             spare = self.spares.pop(0)
@@ -1899,7 +1893,7 @@ class Worker:
         if limits != spare["limits"]:
             self._limit_cgroup(spare["cg"], limits)
         self._write_files(spare["workdir"], spare["uid"], req.get("files"))
-        os.write(spare["job"], frame)  # (the pipe is empty and holds 64 KiB: never blocks)
+        os.write(spare["job"], job)  # (the pipe is empty and holds 64 KiB: never blocks)
         os.close(spare["job"])
         return spare
 
@@ -2050,8 +2044,7 @@ class Worker:
         except OSError:
             pass
         s["nonce"] = os.urandom(8).hex()
-        data = json.dumps({**msg, "n": s["nonce"]}).encode()
-        return _HDR.pack(len(data)) + data
+        return frame({**msg, "n": s["nonce"]})
 
     def _read_ctl(self, s: dict) -> Any:
         """What the session's control socket has: a reply dict, _PENDING, or None (broken).
@@ -2621,8 +2614,7 @@ class _SignalGate:
 
 
 def _reply(ctl: socket.socket, msg: dict, obj: dict) -> None:
-    data = json.dumps(obj).encode()
-    ctl.sendall(_MARK + str(msg.get("n", "")).encode() + _HDR.pack(len(data)) + data)
+    ctl.sendall(_MARK + str(msg.get("n", "")).encode() + frame(obj))
 
 
 def _session_fork(ctl: socket.socket, workdir: str) -> socket.socket:
@@ -2657,8 +2649,7 @@ def _session_fork(ctl: socket.socket, workdir: str) -> socket.socket:
     done.register(sync_r)
     done.poll()
     os.close(sync_r)
-    payload = json.dumps({"pid": pid}).encode()
-    socket.send_fds(ctl, [_HDR.pack(len(payload)) + payload], [theirs.fileno(), out_r, err_r])
+    socket.send_fds(ctl, [frame({"pid": pid})], [theirs.fileno(), out_r, err_r])
     for fd in (out_r, out_w, err_r, err_w):
         os.close(fd)
     theirs.close()
@@ -2964,7 +2955,7 @@ def main() -> None:
     if cfg["layers"].get("seccomp"):
         numbers = syscall_numbers(cfg.get("libseccomp"))
         listener = install_seccomp(cfg.get("libseccomp"), guard=True)
-    worker = Worker(cfg)
+    worker = Worker(cfg, wfd)
     worker.hidepid = hidepid
     if listener is not None:
         worker.guard_pid = _start_guard(listener, worker.work_root, numbers)
@@ -2978,9 +2969,9 @@ def main() -> None:
         worker.zygote = Zygote(worker)
         worker.zygote.start()
     worker.at(time.monotonic(), worker._replenish)  # the first spare run processes
-    write_frame(wfd, {"status": "ready", "pid": os.getpid(), "landlock_abi": worker.landlock,
-                      "hidepid": hidepid, "guard": worker.guard_pid > 0})  # fmt: skip
-    worker.serve(rfd, wfd)
+    worker.outbox.send({"status": "ready", "pid": os.getpid(), "landlock_abi": worker.landlock,
+                        "hidepid": hidepid, "guard": worker.guard_pid > 0})  # fmt: skip
+    worker.serve(rfd)
 
 
 def _die_with_parent() -> None:

@@ -267,3 +267,42 @@ def test_a_host_slow_to_read_its_answers_holds_up_no_other_request(one: SandboxP
     r = w.call({"op": "session_run", "sid": opened["sid"], "code": "6 * 7", "timeout": 30.0}, 30.0)
     assert r["status"] == "ok" and r["stdout"] == "42\n", r
     w.call({"op": "session_close", "sid": opened["sid"]}, 10.0)
+
+
+def test_answers_still_owed_when_the_host_closes_its_input_all_reach_it(one: SandboxPool) -> None:
+    """A host that closes its input and goes on reading gets every answer it was owed, in
+    order, however long that reading takes: the worker drains its outbox before it exits,
+    giving up only on a host that takes nothing for a while. The answer pipe is cut to one
+    page, so almost every answer is still queued in the worker when the input ends (bad
+    requests are answered as they are read, so all of them are owed by then)."""
+    import fcntl
+    import json
+
+    from agentgym.simulators.sandbox import worker as worker_mod
+
+    w = one.workers[0]
+    w.ensure_started()
+    chan = w._channel()
+    fcntl.fcntl(chan.fd, 1031, 4096)  # F_SETPIPE_SZ: one page between worker and host
+    ids = list(range(10**9, 10**9 + 1000))  # ids the channel does not know: nobody reads them
+    data = b"".join(
+        worker_mod._HDR.pack(len(d)) + d
+        for d in (json.dumps({"op": "no such op", "id": i}).encode() for i in ids)
+    )
+    with chan.send_lock:
+        chan.stdin.write(data)
+        chan.stdin.close()  # the host's input ends: the worker shuts down
+    got = []
+    for i in range(len(ids)):
+        got.append(worker_mod._read_frame(chan.fd, time.monotonic() + 60.0))
+        if i % 40 == 0:
+            time.sleep(0.1)  # a slow reader: 2.5 s in all, never long without reading
+    assert [a["id"] for a in got] == ids  # every one, once, in order
+    assert {a["status"] for a in got} == {"bad_request"}
+    proc = w.proc
+    assert proc is not None
+    proc.wait(timeout=60.0)  # and then the worker exits
+    with w.lock:
+        w.stop()
+    with one.session(timeout=30.0) as s:  # the pool starts a new one for the next caller
+        assert s.run("print(1)").stdout == "1\n"
