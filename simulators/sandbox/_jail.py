@@ -993,11 +993,13 @@ def _huge_pages() -> None:
 
 def _stdio() -> tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]:
     """A child's ``sys.stdin``, ``sys.stdout`` and ``sys.stderr``: text on fds 0, 1, 2
-    (which must be open; the wrappers never close them)."""
+    (which must be open; the wrappers never close them). Output is line-buffered, as on a
+    terminal: every line written before a cell hangs and is killed at its timeout reaches
+    the caller (a block buffer died with the process, and the agent saw nothing)."""
     return (
         io.TextIOWrapper(io.FileIO(0, "r", closefd=False), "utf-8"),
         io.TextIOWrapper(io.FileIO(1, "w", closefd=False), "utf-8",
-                         errors="backslashreplace", line_buffering=False),
+                         errors="backslashreplace", line_buffering=True),
         io.TextIOWrapper(io.FileIO(2, "w", closefd=False), "utf-8",
                          errors="backslashreplace", line_buffering=True),
     )  # fmt: skip

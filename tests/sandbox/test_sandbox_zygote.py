@@ -236,6 +236,22 @@ def test_what_a_cell_wrote_to_stderr_before_it_hung_reaches_the_caller(one) -> N
     assert after.ok and after.stdout == "next\n", after
 
 
+def test_what_a_cell_printed_before_it_hung_reaches_the_caller(one) -> None:
+    """stdout is line-buffered too: the lines a session cell or a one-shot run printed before
+    it hung are in the result of the run killed at its timeout (a block buffer died with
+    the process: the agent saw an empty stdout and could not tell how far its code got). The
+    session goes on, rebuilt."""
+    hang = "import time\nfor i in range(3):\n    print('step', i)\ntime.sleep(60)"
+    with leak_free(one):
+        with one.session() as s:
+            hung = s.run(hang, timeout=1.0)
+            after = s.run("print('next')")
+        ran = one.run(hang, timeout=1.0)
+    for r in (hung, ran):
+        assert r.status == "timeout" and r.stdout == "step 0\nstep 1\nstep 2\n", r
+    assert after.ok and after.stdout == "next\n", after
+
+
 def test_a_cell_that_closes_its_stdio_leaves_the_session_working(one) -> None:
     """A cell may close ``sys.stdin``, ``sys.stdout`` and ``sys.stderr`` (or set them to
     ``None``): the session's fds 0-2 stay open, so the processes a later cell starts still
