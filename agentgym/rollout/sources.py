@@ -89,6 +89,13 @@ class _LocalSlot:
     def __init__(self, env: gym.Env):
         self._env = env
         self._was_reset = False
+        self._closed = threading.Event()
+
+    def close(self) -> None:
+        """Close the env once, whoever asks first (a late release after the source's close)."""
+        if not self._closed.is_set():
+            self._closed.set()
+            _close_quietly(self._env)
 
     @property
     def env(self) -> Any:
@@ -151,16 +158,27 @@ class LocalEnvSource:
         """Envs made so far (replacements of failed envs included)."""
 
     def acquire(self) -> EnvSlot:
+        """A free env, or a new one. Raises :class:`SourceClosedError` once :meth:`close`
+        has begun (an env whose making was under way then is closed, not lent)."""
         with self._lock:
+            if self._closed:
+                raise SourceClosedError(f"the {self.env_id} source is closed")
             if self._free:
                 return self._free.pop()
         slot = _LocalSlot(self._factory())
         with self._lock:
-            self._all.append(slot)
-            self.made += 1
+            closed = self._closed
+            if not closed:
+                self._all.append(slot)
+                self.made += 1
+        if closed:  # close() ran while this env was being made: nobody else would close it
+            slot.close()
+            raise SourceClosedError(f"the {self.env_id} source was closed while an env was made")
         return slot
 
     def release(self, slot: EnvSlot, *, healthy: bool) -> None:
+        """Take an env back: kept when ``healthy``, else closed in the background (its step
+        may still be running). After :meth:`close`, closed here before this returns."""
         if not isinstance(slot, _LocalSlot):
             raise _foreign(slot, self)
         with self._lock:
@@ -169,9 +187,14 @@ class LocalEnvSource:
                 return
             if slot in self._all:
                 self._all.remove(slot)
-            closer = threading.Thread(target=_close_quietly, args=(slot._env,), daemon=True)
-            self._closing.append(closer)
-        closer.start()
+            late = self._closed
+            if not late:
+                closer = threading.Thread(target=slot.close, daemon=True)
+                self._closing.append(closer)
+        if late:  # nobody joins a background closer any more
+            slot.close()
+        else:
+            closer.start()
 
     def close(self) -> None:
         """Close every env made here; wait for those closing in the background."""
@@ -180,10 +203,14 @@ class LocalEnvSource:
             slots, self._all, self._free = self._all, [], []
             closing, self._closing = self._closing, []
         for slot in slots:
-            _close_quietly(slot._env)
+            slot.close()
         deadline = time.monotonic() + self.close_timeout_s
         for closer in closing:
             closer.join(max(0.0, deadline - time.monotonic()))
+
+
+class SourceClosedError(AgentGymError, RuntimeError):
+    """An env was asked of a source that is closed (or closing)."""
 
 
 class _PoolSlot:

@@ -647,6 +647,60 @@ def test_close_frees_every_env_the_source_made() -> None:
     assert engine.slots_out == 0
 
 
+class _CloseCount(gym.Wrapper):
+    """Counts every ``close()`` call it gets (a second one is a double close)."""
+
+    def __init__(self, env: gym.Env, calls: list[int]):
+        super().__init__(env)
+        self.calls = calls
+
+    def close(self) -> None:
+        self.calls.append(1)
+        super().close()
+
+
+def test_an_env_made_while_its_source_closes_is_closed_once_and_never_lent() -> None:
+    """``LocalEnvSource.close()`` closes what it made so far; an env whose making was under
+    way then (a browser starting, in a worker thread of a closing engine) used to be lent
+    all the same and closed by nobody. Now it is closed and the acquire fails; an env lent
+    before the close and given back after it is closed exactly once."""
+    from agentgym.rollout.sources import SourceClosedError
+
+    calls: list[int] = []
+    made = itertools.count()
+    entered, go_on = threading.Event(), threading.Event()
+
+    def factory() -> gym.Env:
+        if next(made) == 1:  # the second env is made slowly: the close comes meanwhile
+            entered.set()
+            go_on.wait(DEADLINE_S)
+        return _CloseCount(gym.make(SOKOBAN), calls)
+
+    source = LocalEnvSource(SOKOBAN, factory=factory)
+    lent = source.acquire()  # the first env, lent before the close
+    got: dict[str, Any] = {}
+
+    def acquire() -> None:
+        try:
+            got["slot"] = source.acquire()
+        except Exception as exc:
+            got["error"] = exc
+
+    thread = threading.Thread(target=acquire)
+    thread.start()
+    assert entered.wait(DEADLINE_S)
+    source.close()  # closes the lent env
+    assert len(calls) == 1
+    go_on.set()
+    thread.join(DEADLINE_S)
+    assert isinstance(got.get("error"), SourceClosedError), got
+    assert len(calls) == 2  # the env made during the close: closed, not lent
+    source.release(lent, healthy=False)  # given back late: not closed a second time
+    assert len(calls) == 2
+    with pytest.raises(SourceClosedError):
+        source.acquire()
+
+
 def test_every_attempt_reports_its_end_once_to_the_callbacks() -> None:
     audit = EnvAudit()
     faults = EnvFaults(lambda seed, turn: "raise" if seed == 1 and turn == 2 else None)
