@@ -2691,23 +2691,38 @@ def _check_text(code: str) -> None:
 
 
 def _digest(g: dict) -> str:
+    """A digest of a session's variables: names, types and small values.
+
+    The session's own code made every object here, so nothing of theirs is trusted: a key
+    or value may be a subclass whose ``__repr__``, ``__lt__``, ``__len__`` or ``__class__``
+    raises. Names are compared as plain strings and types found with ``type()``; a value
+    whose description fails counts by its type's name. (Before, such a value ended the
+    session when its digest was asked.)"""
     h = hashlib.blake2b(digest_size=16)
-    for name in sorted(k for k in g if isinstance(k, str) and not k.startswith("__")):
-        v = g[name]
-        if isinstance(v, (int, float, str, bool, type(None), complex)):
-            try:
-                desc = repr(v)[:256]
-            except ValueError:  # an int past the digit limit of int-to-str conversion
-                desc = f"{type(v).__name__}:{v.bit_length() if isinstance(v, int) else 0}"
-        elif isinstance(v, (list, tuple, dict, set)) and len(v) < 64:
-            try:
-                desc = repr(v)[:256] if " at 0x" not in repr(v) else type(v).__name__
-            except Exception:
-                desc = type(v).__name__
-        else:
-            desc = type(v).__name__
+    names = [(str.__str__(k), v) for k, v in list(g.items()) if issubclass(type(k), str)]
+    for name, v in sorted(names, key=lambda item: item[0]):
+        if name.startswith("__"):
+            continue
+        try:
+            desc = _describe(v)
+        except BaseException:
+            desc = type.__dict__["__name__"].__get__(type(v))
         h.update(f"{name}={desc}\n".encode("utf-8", "replace"))
     return h.hexdigest()
+
+
+def _describe(v: Any) -> str:
+    """``v``'s repr (cut to 256 characters) for small plain values, else its type's name."""
+    t = type(v)
+    if issubclass(t, (int, float, str, bool, type(None), complex)):
+        try:
+            return repr(v)[:256]
+        except ValueError:  # an int past the digit limit of int-to-str conversion
+            return f"{t.__name__}:{v.bit_length() if issubclass(t, int) else 0}"
+    if issubclass(t, (list, tuple, dict, set)) and len(v) < 64:
+        text = repr(v)
+        return text[:256] if " at 0x" not in text else t.__name__
+    return t.__name__
 
 
 # --------------------------------------------------------------------------------------------

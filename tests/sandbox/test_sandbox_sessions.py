@@ -101,6 +101,32 @@ def test_a_slow_digest_within_the_session_timeout_keeps_the_session(pool: Sandbo
         assert s.run("x + 1").stdout == "42\n"
 
 
+def test_values_and_names_that_break_their_own_methods_do_not_end_the_session(
+    pool: SandboxPool,
+) -> None:
+    """The session's digest describes objects the agent's code made: a str whose repr
+    raises, a list whose len raises, an object whose ``__class__`` raises, a name that is a
+    str subclass refusing comparison. Each is described by its type; the digest comes, the
+    session and its variables live on (before, the digest op ended the session)."""
+    hostile = (
+        "class BadStr(str):\n    def __repr__(self):\n        raise RuntimeError('repr')\n"
+        "class BadList(list):\n    def __len__(self):\n        raise RuntimeError('len')\n"
+        "class Liar:\n    @property\n    def __class__(self):\n        raise RuntimeError('cls')\n"
+        "class BadName(str):\n    def __lt__(self, other):\n        raise RuntimeError('lt')\n"
+        "    __gt__ = __lt__\n    def __hash__(self):\n        return str.__hash__(self)\n"
+        "kept = 41\nword = BadStr('w')\nbox = BadList([1])\nliar = Liar()\n"
+        "globals()[BadName('zz')] = 1\nglobals()[BadName('aa')] = 2\n"
+    )
+    with pool.session() as s:
+        assert s.run(hostile).ok
+        first = _asked(s)
+        assert first != "" and _asked(s) == first  # the same objects, the same digest
+        assert s.run("kept + 1").stdout == "42\n"
+        assert s.rebuilds == 0
+        s.run("kept = 0")
+        assert _asked(s) != first  # and it still tracks the plain values
+
+
 def _asked(s: Session) -> str:
     """The digest the session process computes now (the worker's op, not the handle's)."""
     t = float(s.limits["timeout"])
