@@ -472,7 +472,13 @@ def run(quick: bool = False) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # a worker process of the sections above (not the entry point)
+    if len(sys.argv) < 2 or sys.argv[1] not in WORKERS:
+        sys.exit(
+            "This module's command line runs one worker of the benchmark "
+            f"(`{' | '.join(WORKERS)}` and its numbers). To run the benchmark: "
+            "`python -m benchmarks browser_scale` (`--quick` for a smoke run)."
+        )
     kind, *raw = sys.argv[1:]
     numbers = [float(x) if "." in x else int(x) for x in raw]
     print(json.dumps(WORKERS[kind](*numbers)))

@@ -8,12 +8,17 @@ import statistics
 import sys
 import time
 
-import browsergym.core  # noqa: F401  (registers browsergym/openended)
-import gymnasium as gym
-
 
 def main() -> None:
-    url, steps, tuned = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+    args = sys.argv[1:]
+    if len(args) != 3 or not args[1].isdigit() or args[2] not in ("0", "1"):
+        sys.exit(__doc__)
+    try:
+        import browsergym.core  # noqa: F401  (registers browsergym/openended)
+        import gymnasium as gym
+    except ImportError as exc:
+        sys.exit(f"{exc}: run this with the Python of BrowserGym's own venv.\n{__doc__}")
+    url, steps, tuned = args[0], int(args[1]), args[2] == "1"
     kwargs = {"task_kwargs": {"start_url": url}, "headless": True}
     if tuned:
         kwargs.update(slow_mo=0, pre_observation_delay=0.0)

@@ -44,3 +44,18 @@ def test_help_describes_the_benchmark_and_runs_nothing(name: str) -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.startswith("usage: "), out.stdout[:300]
     assert "|---" not in out.stdout  # no result table: nothing ran
+
+
+@pytest.mark.parametrize("name", sorted(CHILD_ENTRY_POINTS))
+def test_a_child_entry_point_given_help_says_how_to_run_it(name: str) -> None:
+    """A person who tries ``--help`` on a child process's command gets how to run it, not
+    a traceback (a KeyError and a missing BrowserGym module, before)."""
+    out = subprocess.run(
+        [sys.executable, "-m", f"benchmarks.{name}", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "python -m benchmarks browser_scale" in out.stderr or "Usage: " in out.stderr
