@@ -22,8 +22,9 @@ same load:
 5. Issue 34, density (alone: ``python -m benchmarks.bench_sandbox_scale --density 1024
    [--base COMMIT] [--quick] [--only zygote,base]``; opening alone: ``--opens 500``): the scale run of part 3 in fresh processes, today's code
    with its zygote, today's with ``SandboxConfig(zygote=False)`` and ``DENSITY_BASE``'s,
-   alternating: session open p50/p99 with all open at once, idle memory per session, benign
-   p99 with a tenth hostile against alone, load before and after each run.
+   alternating; in each, after an unmeasured warm-up, alone and mixed in the order alone,
+   mixed, mixed, alone: session open p50/p99 with all open at once, idle memory per session,
+   benign p99 with a tenth hostile against alone, load before and after each run.
 """
 
 from __future__ import annotations
@@ -714,13 +715,15 @@ def own_cpu(pool):  # the workers' own processes (loop, zygote, remover, syscall
     groups = [p for w in pool.workers for p in w.cgroup.paths if "/unified/" in p]
     pids = [pid for g in groups for pid in open(os.path.join(g, "cgroup.procs")).read().split()]
     return sum(got[1] for got in map(process_cpu, pids) if got is not None)
-out = {}
+out = {"each": []}
+sides = {"alone": {"sessions": n - n // 10, "hostile": False}, "mixed": {"sessions": n}}
 with SandboxPool(workers=2, config=config) as pool:
-    for name, kw in (("alone", {"sessions": n - n // 10, "hostile": False}),
-                     ("mixed", {"sessions": n})):
+    scale_run(pool, **sides["alone"])  # the warm-up: a fresh pool's first burst is slower
+    for name in ORDER:
         before, cpu0 = load(), own_cpu(pool)
-        r = scale_run(pool, **kw)
-        out[name] = {"benign": r["benign"], "hostile": r["hostile"], "errors": len(r["errors"]),
+        r = scale_run(pool, **sides[name])
+        out["each"].append([name, {"benign": r["benign"], "hostile": r["hostile"],
+                     "errors": len(r["errors"]),
                      "first_errors": r["errors"][:3],
                      "cell_p50": percentile(r["benign_cells"], 50),
                      "cell_p99": percentile(r["benign_cells"], 99),
@@ -729,9 +732,14 @@ with SandboxPool(workers=2, config=config) as pool:
                      "idle_mb": r["idle_memory_per_session"] / 2**20, "wall_s": r["wall_s"],
                      "left": r["leftovers"], "memory_left_mb": r["memory_left"] / 2**20,
                      "crossing": r["crossing_bytes"], "load": f"{before} -> {load()}",
-                     "worker_cpu": own_cpu(pool) - cpu0}
+                     "worker_cpu": own_cpu(pool) - cpu0}])
+for name in sides:  # the first run of each side, for readers of the old output
+    out[name] = next(r for got, r in out["each"] if got == name)
 print(json.dumps(out))
-"""
+""".replace("ORDER", repr(("alone", "mixed", "mixed", "alone")))
+"""The density child: a warm-up burst (not counted), then the same cells alone and with a
+tenth hostile in the order alone, mixed, mixed, alone, so that neither side always runs
+first or last in a pool's life (a drift over the pool's life cancels out of the ratio)."""
 
 
 def density_runs(
@@ -760,6 +768,29 @@ def density_runs(
     return out
 
 
+def _density_ratios(runs: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Per code: median mixed p99 over median alone p99 (every run of every round), with
+    the spread of the single pairs' ratios (each run against its own pool's alone median)."""
+    out = []
+    for label in dict.fromkeys(label for label, _ in runs):
+        sides: dict[str, list[float]] = {"alone": [], "mixed": []}
+        pairs = []
+        for got, res in runs:
+            if got != label:
+                continue
+            each = res.get("each") or [[name, res[name]] for name in ("alone", "mixed")]
+            for name, r in each:
+                sides[name].append(r["cell_p99"])
+            alone = statistics.median(r["cell_p99"] for name, r in each if name == "alone")
+            pairs += [r["cell_p99"] / alone for name, r in each if name == "mixed"]
+        ratio = statistics.median(sides["mixed"]) / statistics.median(sides["alone"])
+        out.append(
+            f"{label} {ratio:.2f}x ({len(sides['mixed'])} mixed runs against "
+            f"{len(sides['alone'])} alone; single runs {min(pairs):.2f}x-{max(pairs):.2f}x)"
+        )
+    return out
+
+
 def density_section(
     n: int = 1024,
     rounds: int = 2,
@@ -778,9 +809,12 @@ def density_section(
         "quiet zygote)",
         "",
         "`python -m benchmarks.bench_sandbox_scale --density "
-        f"{n}`. Each row is one fresh process with a 2-worker pool running the scale run "
-        f"above: {n - n // 10} benign sessions alone, then {n} with every tenth hostile "
-        f"({', '.join(HOSTILE)}). `zygote`: today's code; `no zygote`: today's with "
+        f"{n}`. Each code's rows come from one fresh process with a 2-worker pool running "
+        f"the scale run above, first once unmeasured (a fresh pool's first burst is slower), "
+        f"then {n - n // 10} benign sessions alone (`alone`) and {n} with every tenth hostile "
+        f"(`mixed`; {', '.join(HOSTILE)}) in the order alone, mixed, mixed, alone; a row's "
+        "p99 / alone is against the median alone p99 of its own process. "
+        f"`zygote`: today's code; `no zygote`: today's with "
         f"`SandboxConfig(zygote=False)` (sessions forked by the busy worker, as before); "
         f"`{base}`: the commit before, through `PYTHONPATH`. The sides alternate, "
         f"{rounds} rounds, in the order shown. Open = `env.reset()` (opens the session) while "
@@ -795,9 +829,9 @@ def density_section(
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for label, res in runs:
-        alone = res["alone"]["cell_p99"]
-        for name in ("alone", "mixed"):
-            r = res[name]
+        each = res.get("each") or [[name, res[name]] for name in ("alone", "mixed")]
+        alone = statistics.median(r["cell_p99"] for name, r in each if name == "alone")
+        for name, r in each:
             lines.append(
                 f"| {label} | {name} | {r['benign']} + {r['hostile']} | {r['errors']} | "
                 f"{r['open_p50']:.2f} | {r['open_p99']:.2f} | {r['idle_mb']:.2f} | "
@@ -805,6 +839,11 @@ def density_section(
                 f"{r['cell_p99'] / alone:.2f} | {r.get('worker_cpu', float('nan')):.1f} | "
                 f"{r['load']} |"
             )
+    lines += [
+        "",
+        "Benign cell p99 with a tenth hostile / alone, ratio of the medians over "
+        "every run of a side: " + "; ".join(_density_ratios(runs)) + ".",
+    ]
     left = []
     for label, res in runs:
         r = res["mixed"]
