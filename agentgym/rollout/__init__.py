@@ -29,6 +29,7 @@ from agentgym.rollout.sources import (
     PoolEnvSource,
     ServeEnvSource,
     ServeSessionError,
+    SourceClosedError,
 )
 from agentgym.rollout.starts import BranchPoint, EpisodeStart
 from agentgym.rollout.training import TrainingArrays, training_arrays
@@ -55,6 +56,7 @@ __all__ = [
     "RolloutEngine",
     "ServeEnvSource",
     "ServeSessionError",
+    "SourceClosedError",
     "TrainingArrays",
     "as_async",
     "training_arrays",

@@ -664,7 +664,7 @@ def test_an_env_made_while_its_source_closes_is_closed_once_and_never_lent() -> 
     way then (a browser starting, in a worker thread of a closing engine) used to be lent
     all the same and closed by nobody. Now it is closed and the acquire fails; an env lent
     before the close and given back after it is closed exactly once."""
-    from agentgym.rollout.sources import SourceClosedError
+    from agentgym.rollout import SourceClosedError
 
     calls: list[int] = []
     made = itertools.count()
