@@ -768,6 +768,16 @@ def density_runs(
     return out
 
 
+def _each_run(res: dict[str, Any]) -> list[list[Any]]:
+    """A density child's runs in order, ``[side, figures]`` each (older output: one a side)."""
+    return res.get("each") or [[name, res[name]] for name in ("alone", "mixed")]
+
+
+def _alone_p99(each: list[list[Any]]) -> float:
+    """The median benign p99 of a child's alone runs: what its rows' ratios are against."""
+    return statistics.median(r["cell_p99"] for name, r in each if name == "alone")
+
+
 def _density_ratios(runs: list[tuple[str, dict[str, Any]]]) -> list[str]:
     """Per code: median mixed p99 over median alone p99 (every run of every round), with
     the spread of the single pairs' ratios (each run against its own pool's alone median)."""
@@ -778,10 +788,10 @@ def _density_ratios(runs: list[tuple[str, dict[str, Any]]]) -> list[str]:
         for got, res in runs:
             if got != label:
                 continue
-            each = res.get("each") or [[name, res[name]] for name in ("alone", "mixed")]
+            each = _each_run(res)
             for name, r in each:
                 sides[name].append(r["cell_p99"])
-            alone = statistics.median(r["cell_p99"] for name, r in each if name == "alone")
+            alone = _alone_p99(each)
             pairs += [r["cell_p99"] / alone for name, r in each if name == "mixed"]
         ratio = statistics.median(sides["mixed"]) / statistics.median(sides["alone"])
         out.append(
@@ -829,8 +839,8 @@ def density_section(
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for label, res in runs:
-        each = res.get("each") or [[name, res[name]] for name in ("alone", "mixed")]
-        alone = statistics.median(r["cell_p99"] for name, r in each if name == "alone")
+        each = _each_run(res)
+        alone = _alone_p99(each)
         for name, r in each:
             lines.append(
                 f"| {label} | {name} | {r['benign']} + {r['hostile']} | {r['errors']} | "

@@ -28,19 +28,24 @@ def commands() -> list[str]:
     return names
 
 
-def test_the_benchmark_commands_are_found() -> None:
-    assert {"bench_core", "bench_sandbox_scale", "bench_repo", "bench_rollout"} <= set(commands())
-
-
-@pytest.mark.parametrize("name", commands())
-def test_help_describes_the_benchmark_and_runs_nothing(name: str) -> None:
-    out = subprocess.run(
+def _help(name: str) -> subprocess.CompletedProcess[str]:
+    """``python -m benchmarks.<name> --help``, as a person would type it."""
+    return subprocess.run(
         [sys.executable, "-m", f"benchmarks.{name}", "--help"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_the_benchmark_commands_are_found() -> None:
+    assert {"bench_core", "bench_sandbox_scale", "bench_repo", "bench_rollout"} <= set(commands())
+
+
+@pytest.mark.parametrize("name", commands())
+def test_help_describes_the_benchmark_and_runs_nothing(name: str) -> None:
+    out = _help(name)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.startswith("usage: "), out.stdout[:300]
     assert "|---" not in out.stdout  # no result table: nothing ran
@@ -50,12 +55,6 @@ def test_help_describes_the_benchmark_and_runs_nothing(name: str) -> None:
 def test_a_child_entry_point_given_help_says_how_to_run_it(name: str) -> None:
     """A person who tries ``--help`` on a child process's command gets how to run it, not
     a traceback (a KeyError and a missing BrowserGym module, before)."""
-    out = subprocess.run(
-        [sys.executable, "-m", f"benchmarks.{name}", "--help"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = _help(name)
     assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert "python -m benchmarks browser_scale" in out.stderr or "Usage: " in out.stderr

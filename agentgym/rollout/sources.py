@@ -89,12 +89,12 @@ class _LocalSlot:
     def __init__(self, env: gym.Env):
         self._env = env
         self._was_reset = False
-        self._closed = threading.Event()
+        self._closing = threading.Lock()
 
     def close(self) -> None:
-        """Close the env once, whoever asks first (a late release after the source's close)."""
-        if not self._closed.is_set():
-            self._closed.set()
+        """Close the env once, whoever asks first (a late release racing the source's close):
+        only the caller that takes the lock closes it, and nobody ever gives it back."""
+        if self._closing.acquire(blocking=False):
             _close_quietly(self._env)
 
     @property
