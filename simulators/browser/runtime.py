@@ -44,6 +44,7 @@ import atexit
 import concurrent.futures
 import contextlib
 import logging
+import multiprocessing.util
 import os
 import shutil
 import signal
@@ -643,6 +644,9 @@ def get_runtime(factory: Callable[[], BrowserRuntime] | None = None) -> BrowserR
         if _RUNTIME is None or _RUNTIME._closed:
             _RUNTIME = (factory or BrowserRuntime)()
             atexit.register(_RUNTIME.close)
+            # a multiprocessing child (an async vector env's worker) ends without atexit
+            # handlers; multiprocessing's own exit finalizers still run there
+            multiprocessing.util.Finalize(None, _RUNTIME.close, exitpriority=0)
         return _RUNTIME
 
 

@@ -17,6 +17,7 @@ back to ``--no-sandbox`` with a warning, unless the sandbox was required. See do
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import tempfile
@@ -26,6 +27,9 @@ SANDBOX_ENV = "AGENTGYM_BROWSER_SANDBOX"
 """``1`` requires the sandbox, ``0`` turns it off, unset or ``auto`` tries it and falls back."""
 UNPRIVILEGED_UID = 65534
 """The uid (and gid) Chromium runs as when agentgym runs as root: ``nobody``."""
+WRAPPER_PREFIX = "agentgym-chromium-"
+"""Wrapper directories are named ``<prefix><owner pid>-<random>`` in the temp directory."""
+_OWNED = re.compile(re.escape(WRAPPER_PREFIX) + r"(\d+)-")
 
 _WRAPPER = """#!/bin/sh
 # agentgym: run Chromium as uid {uid} so that its sandbox can start (it refuses root).
@@ -67,7 +71,8 @@ class SandboxLauncher:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
             raise OSError("running as root and setpriv (util-linux) is not installed")
-        self._dir = tempfile.mkdtemp(prefix="agentgym-chromium-")
+        sweep_stale_wrappers()
+        self._dir = tempfile.mkdtemp(prefix=f"{WRAPPER_PREFIX}{os.getpid()}-")
         root = Path(self._dir)
         root.chmod(0o755)  # the unprivileged uid must reach its home inside
         home = root / "home"
@@ -89,3 +94,37 @@ class SandboxLauncher:
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+
+
+def sweep_stale_wrappers(directory: str | None = None) -> list[str]:
+    """Remove the wrapper directories of processes that are gone; return what was removed.
+
+    A process killed with its browser open (SIGKILL, an OOM kill) never runs
+    :meth:`SandboxLauncher.cleanup`; the next launcher on the machine removes what it left.
+    Directories of live processes, and names without an owner pid, are left alone.
+    """
+    root = directory or tempfile.gettempdir()
+    removed: list[str] = []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return removed
+    for name in names:
+        owner = _OWNED.match(name)
+        if owner is None or _alive(int(owner.group(1))):
+            continue
+        path = os.path.join(root, name)
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.exists(path):
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, another user's
+        return True
+    return True

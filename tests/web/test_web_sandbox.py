@@ -115,3 +115,37 @@ def test_without_setpriv_root_falls_back_with_a_warning_or_fails_when_required(
         assert b"--no-sandbox" in Path(f"/proc/{main}/cmdline").read_bytes()
     finally:
         fallback.close()
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()  # reaped: the pid names no process
+    return proc.pid
+
+
+def test_a_killed_process_wrapper_dir_is_swept_by_the_next_launcher(tmp_path, monkeypatch):
+    """A process killed with its browser open never cleans its wrapper directory up; the
+    next launcher removes it, and leaves live processes' directories and other names alone."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("the wrapper is made only as root, with setpriv")
+    import tempfile
+
+    from agentgym.simulators.browser.sandbox import WRAPPER_PREFIX, SandboxLauncher
+
+    dead = tmp_path / f"{WRAPPER_PREFIX}{_dead_pid()}-abc"
+    (dead / "home" / ".config").mkdir(parents=True)
+    (dead / "chromium").write_text("#!/bin/sh\n")
+    live = tmp_path / f"{WRAPPER_PREFIX}{os.getpid()}-def"
+    live.mkdir()
+    unowned = tmp_path / f"{WRAPPER_PREFIX}no-owner"
+    unowned.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    launcher = SandboxLauncher("/bin/true")
+    try:
+        ours = Path(launcher.executable).parent
+        assert ours.parent == tmp_path and ours.name.startswith(f"{WRAPPER_PREFIX}{os.getpid()}-")
+        assert not dead.exists()
+        assert live.is_dir() and unowned.is_dir()
+    finally:
+        launcher.cleanup()
+    assert not ours.exists()

@@ -7,13 +7,17 @@ tab instead of stalling the step; a forked child never uses its parent's half-co
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
 import gymnasium as gym
 import pytest
+from agentgym.simulators.browser.sandbox import WRAPPER_PREFIX
 
 import agentgym  # noqa: F401
 from agentgym.parsing import render_tool_call
@@ -185,12 +189,24 @@ FORK_SCRIPT = textwrap.dedent(
 @pytest.mark.timeout(240)
 def test_async_vector_after_the_parent_used_a_browser_does_not_hang(runtime):
     """gym.make_vec(..., "async") forks its workers: each must start its own Chromium
-    instead of waiting forever on the parent's runtime, whose loop thread did not fork."""
+    instead of waiting forever on the parent's runtime, whose loop thread did not fork.
+    Each worker's browser is closed when the worker ends (multiprocessing runs no atexit
+    handlers there), so no worker leaves its Chromium wrapper directory behind."""
+    tmp = tempfile.mkdtemp(prefix="agentgym-test-tmp-")  # under /tmp: uid nobody reaches it
+    os.chmod(tmp, 0o755)
     try:
-        out = subprocess.run(
-            [sys.executable, "-c", FORK_SCRIPT], capture_output=True, text=True, timeout=180
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail("the async vector env hung (forked workers used the parent's runtime)")
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "VECTOR OK" in out.stdout
+        try:
+            out = subprocess.run(
+                [sys.executable, "-c", FORK_SCRIPT],
+                capture_output=True,
+                text=True,
+                timeout=180,
+                env={**os.environ, "TMPDIR": tmp},
+            )
+        except subprocess.TimeoutExpired:
+            pytest.fail("the async vector env hung (forked workers used the parent's runtime)")
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert "VECTOR OK" in out.stdout
+        assert [n for n in os.listdir(tmp) if n.startswith(WRAPPER_PREFIX)] == []
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
