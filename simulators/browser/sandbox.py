@@ -39,6 +39,7 @@ for arg in "$@"; do
   esac
 done
 export HOME={home}
+export TMPDIR={home}/tmp
 exec {setpriv} --reuid={uid} --regid={uid} --clear-groups --inh-caps=-all {chromium} "$@"
 """
 
@@ -77,7 +78,9 @@ class SandboxLauncher:
         root.chmod(0o755)  # the unprivileged uid must reach its home inside
         home = root / "home"
         home.mkdir()
-        os.chown(home, UNPRIVILEGED_UID, UNPRIVILEGED_UID)
+        (home / "tmp").mkdir()  # Chromium's own temp dirs: removed with the wrapper's
+        for path in (home, home / "tmp"):
+            os.chown(path, UNPRIVILEGED_UID, UNPRIVILEGED_UID)
         wrapper = root / "chromium"
         wrapper.write_text(
             _WRAPPER.format(

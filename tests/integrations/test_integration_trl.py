@@ -117,8 +117,10 @@ def _train_one_step(env_id: str, call_tokens: list[str], seeds: list[int], rewar
             return value
 
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    scratch = tempfile.TemporaryDirectory(prefix="agentgym-trl-")  # removed after the step
+    out = scratch.name
     args = trl.GRPOConfig(
-        output_dir=tempfile.mkdtemp(),
+        output_dir=out,
         per_device_train_batch_size=4,
         num_generations=4,
         max_completion_length=16,
@@ -139,7 +141,8 @@ def _train_one_step(env_id: str, call_tokens: list[str], seeds: list[int], rewar
         environment_factory=Recorded,
         reward_funcs=reward_funcs,
     )
-    trainer.train()
+    with scratch:
+        trainer.train()
     log = next(entry for entry in trainer.state.log_history if "loss" in entry)
     changed = any(not torch.equal(before[n], p) for n, p in model.named_parameters())
     return rewards, log, changed, list(trainer._logs["prompt"])

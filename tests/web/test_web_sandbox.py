@@ -83,6 +83,15 @@ def test_renderers_run_in_chromiums_sandbox_and_nothing_as_root(runtime):
         if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"/bin/sh"):
             continue
         assert _status(pid)["Uid"].split()[0] != "0", "a Chromium process runs as root"
+    if os.geteuid() == 0:  # through the wrapper: Chromium's temp dirs go away with it
+        environ = dict(
+            item.split(b"=", 1)
+            for item in Path(f"/proc/{main}/environ").read_bytes().split(b"\0")
+            if b"=" in item
+        )
+        home = environ[b"HOME"].decode()
+        assert environ[b"TMPDIR"].decode() == f"{home}/tmp"
+        assert Path(home).parent.name.startswith(f"agentgym-chromium-{os.getpid()}-")
     env.close()
 
 
