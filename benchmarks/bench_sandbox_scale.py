@@ -25,6 +25,9 @@ same load:
    alternating; in each, after an unmeasured warm-up, alone and mixed in the order alone,
    mixed, mixed, alone: session open p50/p99 with all open at once, idle memory per session,
    benign p99 with a tenth hostile against alone, load before and after each run.
+6. Issue 34, which hostile kinds slow benign cells (alone: ``--kinds [n]``, not part of the
+   whole run): one warm pool, the benign cells alone and next to one hostile kind at a time
+   (every tenth session of that kind), alternating.
 """
 
 from __future__ import annotations
@@ -314,9 +317,11 @@ def scale_run(
     cells: int = 4,
     cell_timeout: float = 10.0,
     hostile: bool = True,
+    kinds: list[str] | None = None,
 ) -> dict[str, Any]:
     """Open ``sessions`` CodeMath envs at once (every ``hostile_every``-th hostile when
-    ``hostile``), run ``cells`` cells in each, close them all; return what was measured.
+    ``hostile``, taking the ``kinds`` of :data:`HOSTILE` in turn, all by default), run
+    ``cells`` cells in each, close them all; return what was measured.
 
     All sessions are open together (a barrier after every reset) before any cell runs, so
     the figures are for that many live sessions.
@@ -325,7 +330,7 @@ def scale_run(
 
     import agentgym  # noqa: F401
 
-    kinds = list(HOSTILE)
+    kinds = kinds or list(HOSTILE)
     roles = [
         kinds[(i // hostile_every) % len(kinds)] if hostile and i % hostile_every == 0 else ""
         for i in range(sessions)
@@ -893,6 +898,73 @@ with SandboxPool(workers=1) as pool:
 """
 
 
+KIND_EVERY = {"oneshot": 50}
+"""One session in this many plays a kind (default 10); a one-shot hog forks 30 spinning
+interpreters, so a tenth of 1,024 sessions of it would ask for more memory than the host has."""
+
+
+def kinds_section(n: int = 1024, kinds: list[str] | None = None) -> str:
+    """Which hostile kinds slow benign cells: in one warm pool, the benign cells alone, then
+    with every tenth session playing one kind only (ten times its share in the mixed run),
+    alternating. Each kind's benign p99 against the median of all the alone runs."""
+    import platform
+
+    from agentgym.simulators.sandbox import SandboxConfig, SandboxPool
+    from tqdm import tqdm
+
+    from benchmarks.timing import load
+
+    kinds = kinds or list(HOSTILE)
+    started, load_before = time.perf_counter(), load()
+    rows: list[tuple[str, dict[str, Any]]] = []
+    with SandboxPool(workers=2, config=SandboxConfig(zygote=True)) as pool:
+        scale_run(pool, sessions=n - n // 10, hostile=False)  # warm-up, not counted
+        for kind in tqdm([None, *[side for k in kinds for side in (k, None)]], desc="bursts"):
+            if kind is None:
+                r = scale_run(pool, sessions=n - n // 10, hostile=False)
+            else:
+                r = scale_run(
+                    pool, sessions=n, hostile_every=KIND_EVERY.get(kind, 10), kinds=[kind]
+                )
+            rows.append((kind or "alone", r))
+    alone = statistics.median(percentile(r["benign_cells"], 99) for k, r in rows if k == "alone")
+    lines = [
+        f"### Benign cells next to one hostile kind at a time ({n} sessions)",
+        "",
+        "One warm pool (two workers, the zygote), a warm-up burst, then the benign cells alone "
+        "and with one hostile kind, alternating (`alone`, kind, `alone`, kind, ...). In a kind's "
+        f"run every tenth session plays that kind only (one-shot hogs: every {KIND_EVERY['oneshot']}th), "
+        "ten times its share in the mixed runs above. p99 against the median of the "
+        f"{sum(1 for k, _ in rows if k == 'alone')} alone runs ({alone:.2f} s; they ranged "
+        + "{:.2f}-{:.2f} s).".format(
+            *(
+                f(percentile(r["benign_cells"], 99) for k, r in rows if k == "alone")
+                for f in (min, max)
+            )
+        ),
+        "",
+        "| hostile kind | sessions (benign + hostile) | benign errors | benign cell p50 s | "
+        "benign cell p99 s | p99 / alone median | run wall s |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for kind, r in rows:
+        if kind == "alone":
+            continue
+        p99 = percentile(r["benign_cells"], 99)
+        lines.append(
+            f"| {kind} | {r['benign']} + {r['hostile']} | {len(r['errors'])} | "
+            f"{percentile(r['benign_cells'], 50):.2f} | {p99:.2f} | {p99 / alone:.2f}x | "
+            f"{r['wall_s']:.0f} |"
+        )
+    lines += [
+        "",
+        f"_Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, "
+        f"{os.cpu_count()} CPUs; took {time.perf_counter() - started:.0f} s; {load_before} at "
+        f"the start, {load()} at the end._",
+    ]
+    return "\n".join(lines)
+
+
 def open_burst(n: int = 500, rounds: int = 2, base: str = DENSITY_BASE) -> list[str]:
     """Opening alone (``--opens 500``): ``n`` sessions opened at once from ``n`` threads on
     a one-worker pool, in a fresh process per side, ``base``'s and today's alternating;
@@ -1038,6 +1110,9 @@ def main(argv: list[str] | None = None) -> None:
     part.add_argument("--density", action="store_true", help="issue 34's density part alone")
     part.add_argument("--opens", action="store_true", help="opening many sessions at once")
     part.add_argument("--round4", action="store_true", help="issue 38's part alone")
+    part.add_argument(
+        "--kinds", action="store_true", help="benign cells next to one hostile kind at a time"
+    )
     ap.add_argument("n", nargs="?", type=int, help="sessions (default 1024, 500, 256)")
     ap.add_argument("--base", default=DENSITY_BASE, help="commit to compare with")
     ap.add_argument("--quick", action="store_true", help="one round, smaller loads")
@@ -1050,6 +1125,8 @@ def main(argv: list[str] | None = None) -> None:
         print(density_section(args.n or 1024, 1 if args.quick else 2, args.base, only=only))
     elif args.opens:
         print("\n".join(open_burst(args.n or 500, base=args.base)))
+    elif args.kinds:
+        print(kinds_section(args.n or 1024))
     elif args.round4:
         print(round4_section(args.n or 256, quick=args.quick))
     else:

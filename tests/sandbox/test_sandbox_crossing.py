@@ -9,6 +9,7 @@ victim and the spy are ordinary sessions: what the spy gets is what any model co
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from agentgym.simulators.sandbox import SandboxPool
@@ -276,3 +277,35 @@ def test_no_inotify_pty_or_shared_fd_table(one: SandboxPool) -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_the_guard_reads_a_process_uid_that_its_name_cannot_forge() -> None:
+    """The guard decides by the effective uid in ``/proc/<pid>/status``; a process that
+    names itself with a forged ``Uid:`` line (its name comes first in that file) still reads
+    as its real uid, and a pid that names no process reads as None."""
+    import subprocess
+    import sys
+
+    from agentgym.simulators.sandbox._jail import _uid_of
+
+    code = (
+        "import ctypes, sys, time\n"
+        "ctypes.CDLL(None).prctl(15, b'x\\nUid:\\t0 0 0 0', 0, 0, 0)\n"
+        "print('named', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    argv = [sys.executable, "-c", code]
+    if os.geteuid() == 0:
+        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "named\n"
+        with open(f"/proc/{child.pid}/status", "rb") as fh:
+            assert fh.read().startswith(b"Name:\tx\\nUid:")  # the forged line, escaped
+        assert _uid_of(child.pid) == (65534 if os.geteuid() == 0 else os.geteuid())
+    finally:
+        child.kill()
+        child.wait()
+    assert _uid_of(child.pid) is None  # reaped: gone
+    assert _uid_of(0) is None and _uid_of(-1) is None
+    assert _uid_of(os.getpid()) == os.geteuid()

@@ -34,3 +34,11 @@ def test_hostile_sessions_cost_benign_ones_nothing_and_leave_nothing(pool: Sandb
         "removing": 0, "ipc_objects": 0, "uid_processes": 0,
     }  # fmt: skip
     assert out["memory_left"] < 16 << 20, out["memory_left"]
+
+
+def test_one_kind_at_a_time_plays_only_that_kind(pool: SandboxPool) -> None:
+    """The ``--kinds`` diagnosis gives every hostile session the one kind it is asked for."""
+    out = scale_run(pool, sessions=12, hostile_every=4, cells=2, cell_timeout=2.0, kinds=["spin"])
+    assert out["errors"] == []
+    assert out["hostile"] == 3
+    assert out["hostile_status"] == {"spin: tool failed": 6}
