@@ -389,6 +389,29 @@ print(json.dumps({k: statistics.median(v) for k, v in out.items()}))
 """
 
 
+def _ab_rows(runs: dict[str, list[dict]], base: str) -> list[str]:
+    """The table of :data:`_AB_CHILD`'s figures, today's against ``base``'s."""
+    rows = [f"| operation | now | {base} | now / before (medians) |", "|---|---:|---:|---:|"]
+    for key, label in (("oneshot", "one-shot run `x = sum(range(100))`"),
+                       ("cell", "session cell `x += 1`"),
+                       ("fresh", "baseline: fresh `python3 -I -S -c`")):  # fmt: skip
+        new = [r[key] for r in runs["new"]]
+        old = [r[key] for r in runs["old"]]
+        ratio = statistics.median(new) / statistics.median(old)
+        rows.append(f"| {label} | {min(new):.3f} / {statistics.median(new):.3f} | "
+                    f"{min(old):.3f} / {statistics.median(old):.3f} | {ratio:.2f} |")  # fmt: skip
+    return rows
+
+
+def _ab_method(runs: dict[str, list[dict]], base: str, n: int) -> str:
+    return (
+        f"Today's code against commit {base}, each in its own process with a 1-worker pool, "
+        f"alternating new/old {len(runs['new'])} times (ABAB); each round takes the median of "
+        f"{n} one-shot runs, {3 * n} session cells and {n // 3 + 1} fresh interpreters, "
+        "interleaved call by call. Cells: min / median over rounds of the per-round median, ms."
+    )
+
+
 def _ab_section(quick: bool) -> list[str]:
     n = 40 if quick else 150
     runs = alternate(_AB_CHILD, [_PY, str(n)], 2 if quick else 3)
@@ -398,27 +421,34 @@ def _ab_section(quick: bool) -> list[str]:
             "",
             f"Skipped: git could not give {BASE_COMMIT}'s tree.",
         ]
-    rows = []
-    for key, label in (("oneshot", "one-shot run `x = sum(range(100))`"),
-                       ("cell", "session cell `x += 1`"),
-                       ("fresh", "baseline: fresh `python3 -I -S -c`")):  # fmt: skip
-        new = [r[key] for r in runs["new"]]
-        old = [r[key] for r in runs["old"]]
-        ratio = statistics.median(new) / statistics.median(old)
-        rows.append(f"| {label} | {min(new):.3f} / {statistics.median(new):.3f} | "
-                    f"{min(old):.3f} / {statistics.median(old):.3f} | {ratio:.2f} |")  # fmt: skip
     return [
         "### Before/after the isolation work (issue 13)",
         "",
-        f"Today's code against commit 11f859c, each in its own process with a 1-worker pool, "
-        f"alternating new/old {len(runs['new'])} times (ABAB); each round takes the median of "
-        f"{n} one-shot runs, {3 * n} session cells and {n // 3 + 1} fresh interpreters, "
-        "interleaved call by call. Cells: min / median over rounds of the per-round median, ms.",
+        _ab_method(runs, BASE_COMMIT, n),
         "",
-        "| operation | now | 11f859c | now / before (medians) |",
-        "|---|---:|---:|---:|",
-        *rows,
+        *_ab_rows(runs, BASE_COMMIT),
     ]
+
+
+def against_section(base: str, rounds: int = 6, n: int = 150) -> str:
+    """One-shot run and session cell latency, today's code against ``base``'s (``python -m
+    benchmarks.bench_sandbox --against COMMIT``): what a change to the run path costs."""
+    from benchmarks.timing import load
+
+    started, before = time.perf_counter(), load()
+    runs = alternate(_AB_CHILD, [_PY, str(n)], rounds, commit=base)
+    if runs is None:
+        return f"Skipped: git could not give {base}'s tree."
+    return "\n".join([
+        f"### One-shot runs and session cells against {base}",
+        "",
+        _ab_method(runs, base, n),
+        "",
+        *_ab_rows(runs, base),
+        "",
+        f"_Measured {time.strftime('%Y-%m-%d')}, 2 CPUs; took {time.perf_counter() - started:.0f}"
+        f" s; {before} at the start, {load()} at the end._",
+    ])  # fmt: skip
 
 
 def _site() -> str:
@@ -428,5 +458,8 @@ def _site() -> str:
 
 
 if __name__ == "__main__":
-    exit_on_help(__doc__, "python -m benchmarks.bench_sandbox")
-    print(run(quick=True))
+    exit_on_help(__doc__, "python -m benchmarks.bench_sandbox [--against COMMIT]")
+    if sys.argv[1:2] == ["--against"] and len(sys.argv) == 3:
+        print(against_section(sys.argv[2]))
+    else:
+        print(run(quick=True))

@@ -15,12 +15,13 @@ private tmpfs /tmp) and inside a memory + pids cgroup. It then:
    started with, many at once (an event loop).
 
 Every execution runs in a forked child that moves into cgroups of its own (memory + files,
-processes, CPU; a session also a cgroup v2 freezer), drops to its own uid, gets rlimits, a
-private work directory, an empty environment, Landlock (writes only in its work dir, no
-signals or abstract sockets outside its domain) and then runs the untrusted code. The worker
-learns what happened only from things the code cannot forge: the exit status (``waitpid``),
-the clock, and the bytes on the output pipes. Grading results travel on a dedicated pipe and
-are compared with the expected values by the host, never inside the jail.
+processes, CPU, and a cgroup v2 group to kill it by at once; a session's also freezes it),
+drops to its own uid, gets rlimits, a private work directory, an empty environment, Landlock
+(writes only in its work dir, no signals or abstract sockets outside its domain) and then
+runs the untrusted code. The worker learns what happened only from things the code cannot
+forge: the exit status (``waitpid``), the clock, and the bytes on the output pipes. Grading
+results travel on a dedicated pipe and are compared with the expected values by the host,
+never inside the jail.
 """
 
 from __future__ import annotations
@@ -1376,13 +1377,12 @@ class Worker:
             os.chown(path, uid, uid)
         return path
 
-    def _make_cgroup(self, name: str, limits: dict, freezer: bool = True) -> list[str]:
+    def _make_cgroup(self, name: str, limits: dict) -> list[str]:
         """Sub-cgroups of the worker's own for one lineage or run: memory + files, processes,
-        CPU, and (``freezer``) a cgroup v2 group to freeze and kill it by."""
+        CPU, and a cgroup v2 group (where there is one) to kill it by at once
+        (``cgroup.kill`` catches forks made meanwhile) and, for a lineage, to freeze it."""
         made = []
-        for controller, root in self.cgroup_roots.items():
-            if controller == "unified" and not freezer:
-                continue
+        for root in self.cgroup_roots.values():
             path = os.path.join(root, name)
             try:
                 with contextlib.suppress(FileExistsError):
@@ -1833,7 +1833,7 @@ class Worker:
 
         # every run is a session for the kernel: memory + files, processes and CPU weight of
         # its own, so a one-shot run can neither fill the worker nor outweigh a session
-        cg = self._make_cgroup(f"u{uid}", limits, freezer=False)  # (a run is never idle)
+        cg = self._make_cgroup(f"u{uid}", limits)
         pid, out_r, err_r = self._spawn(uid, workdir, limits, body, {3: res_w}, cg)
         os.close(res_w)
         os.set_blocking(res_r, False)
@@ -1857,7 +1857,7 @@ class Worker:
     def _make_spare(self, uid: int) -> dict:
         limits = dict(self.cfg["limits"])
         workdir = self._new_workdir(uid)
-        cg = self._make_cgroup(f"u{uid}", limits, freezer=False)
+        cg = self._make_cgroup(f"u{uid}", limits)
         job_r, job_w = os.pipe()
         res_r, res_w = os.pipe()
 
