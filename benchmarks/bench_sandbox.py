@@ -446,7 +446,8 @@ def against_section(base: str, rounds: int = 6, n: int = 150) -> str:
         "",
         *_ab_rows(runs, base),
         "",
-        f"_Measured {time.strftime('%Y-%m-%d')}, 2 CPUs; took {time.perf_counter() - started:.0f}"
+        f"_Measured {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs; took "
+        f"{time.perf_counter() - started:.0f}"
         f" s; {before} at the start, {load()} at the end._",
     ])  # fmt: skip
 

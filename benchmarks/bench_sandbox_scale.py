@@ -927,7 +927,9 @@ def kinds_section(n: int = 1024, kinds: list[str] | None = None) -> str:
                     pool, sessions=n, hostile_every=KIND_EVERY.get(kind, 10), kinds=[kind]
                 )
             rows.append((kind or "alone", r))
-    alone = statistics.median(percentile(r["benign_cells"], 99) for k, r in rows if k == "alone")
+    p99 = [percentile(r["benign_cells"], 99) for _, r in rows]
+    alone_p99 = [p for (kind, _), p in zip(rows, p99, strict=True) if kind == "alone"]
+    alone = statistics.median(alone_p99)
     lines = [
         f"### Benign cells next to one hostile kind at a time ({n} sessions)",
         "",
@@ -935,27 +937,20 @@ def kinds_section(n: int = 1024, kinds: list[str] | None = None) -> str:
         "and with one hostile kind, alternating (`alone`, kind, `alone`, kind, ...). In a kind's "
         f"run every tenth session plays that kind only (one-shot hogs: every {KIND_EVERY['oneshot']}th), "
         "ten times its share in the mixed runs above. p99 against the median of the "
-        f"{sum(1 for k, _ in rows if k == 'alone')} alone runs ({alone:.2f} s; they ranged "
-        + "{:.2f}-{:.2f} s).".format(
-            *(
-                f(percentile(r["benign_cells"], 99) for k, r in rows if k == "alone")
-                for f in (min, max)
-            )
-        ),
+        f"{len(alone_p99)} alone runs ({alone:.2f} s; they ranged {min(alone_p99):.2f}-"
+        f"{max(alone_p99):.2f} s).",
         "",
         "| hostile kind | sessions (benign + hostile) | benign errors | benign cell p50 s | "
         "benign cell p99 s | p99 / alone median | run wall s |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
-    for kind, r in rows:
-        if kind == "alone":
-            continue
-        p99 = percentile(r["benign_cells"], 99)
-        lines.append(
-            f"| {kind} | {r['benign']} + {r['hostile']} | {len(r['errors'])} | "
-            f"{percentile(r['benign_cells'], 50):.2f} | {p99:.2f} | {p99 / alone:.2f}x | "
-            f"{r['wall_s']:.0f} |"
-        )
+    for (kind, r), p in zip(rows, p99, strict=True):
+        if kind != "alone":
+            lines.append(
+                f"| {kind} | {r['benign']} + {r['hostile']} | {len(r['errors'])} | "
+                f"{percentile(r['benign_cells'], 50):.2f} | {p:.2f} | {p / alone:.2f}x | "
+                f"{r['wall_s']:.0f} |"
+            )
     lines += [
         "",
         f"_Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, "

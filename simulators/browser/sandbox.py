@@ -23,6 +23,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from agentgym.processes import pid_alive
+
 SANDBOX_ENV = "AGENTGYM_BROWSER_SANDBOX"
 """``1`` requires the sandbox, ``0`` turns it off, unset or ``auto`` tries it and falls back."""
 UNPRIVILEGED_UID = 65534
@@ -114,20 +116,10 @@ def sweep_stale_wrappers(directory: str | None = None) -> list[str]:
         return removed
     for name in names:
         owner = _OWNED.match(name)
-        if owner is None or _alive(int(owner.group(1))):
+        if owner is None or pid_alive(int(owner.group(1))):
             continue
         path = os.path.join(root, name)
         shutil.rmtree(path, ignore_errors=True)
         if not os.path.exists(path):
             removed.append(path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # exists, another user's
-        return True
-    return True

@@ -27,6 +27,7 @@ from agentgym.simulators.sandbox.cgroups import WorkerCgroup
 from agentgym.simulators.sandbox.layers import CGROUP_ROOT
 
 from agentgym.error import AgentGymError
+from agentgym.processes import pid_alive
 
 _HDR = struct.Struct(">I")
 _JAIL_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_jail.py")
@@ -176,16 +177,6 @@ def _bwrap_command(site: list[str], root: bool) -> list[str]:
     return cmd
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def lease_uid_block() -> tuple[int, str]:
     """Lease a uid block no other live worker on this host holds (any pool, any process).
 
@@ -207,7 +198,7 @@ def lease_uid_block() -> tuple[int, str]:
                         owner = int(fh.read().strip() or 0)
                 except (OSError, ValueError):
                     owner = 0
-                if owner and _pid_alive(owner):
+                if owner and pid_alive(owner):
                     continue
                 fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
             with os.fdopen(fd, "w") as fh:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from agentgym.simulators.sandbox import SandboxPool
 
-from benchmarks.bench_sandbox_scale import HOSTILE, scale_run
+from benchmarks.bench_sandbox_scale import HOSTILE, kinds_section, scale_run
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 
@@ -42,3 +42,12 @@ def test_one_kind_at_a_time_plays_only_that_kind(pool: SandboxPool) -> None:
     assert out["errors"] == []
     assert out["hostile"] == 3
     assert out["hostile_status"] == {"spin: tool failed": 6}
+
+
+def test_the_kinds_section_runs_each_kind_between_alone_runs() -> None:
+    """``--kinds`` at a size CI affords: its table has a row for the kind asked, its benign
+    cells without error, against the median of the alone runs before and after it."""
+    text = kinds_section(12, ["ipc"])
+    assert "of the 2 alone runs" in text
+    (row,) = [line for line in text.splitlines() if line.startswith("| ipc |")]
+    assert row.startswith("| ipc | 10 + 2 | 0 |"), row
